@@ -1,0 +1,23 @@
+/*
+ * compat.h — every PG_VERSION_NUM shim fencelock needs, in one place.
+ *
+ * fencelock is written against PostgreSQL 15; newer majors are handled here rather than with
+ * version branches scattered through the sources.
+ */
+#ifndef FENCELOCK_COMPAT_H
+#define FENCELOCK_COMPAT_H
+
+#include "postgres.h"
+
+#if PG_VERSION_NUM < 150000
+#error "fencelock requires PostgreSQL 15 or later"
+#endif
+
+/* PostgreSQL 17 added infinite intervals; earlier majors have none to reject. */
+#if PG_VERSION_NUM >= 170000
+#define FL_INTERVAL_IS_FINITE(iv) (!INTERVAL_NOT_FINITE(iv))
+#else
+#define FL_INTERVAL_IS_FINITE(iv) (true)
+#endif
+
+#endif /* FENCELOCK_COMPAT_H */

@@ -1,0 +1,385 @@
+/*
+ * lease.c — the lease API: acquire, renew, release, current_fence, assert_fence, purge.
+ *
+ * One row of fencelock.lease per resource holds its owner, deadline and the latest fence.  A
+ * grant, its owner, deadline and fence change together in one row update (a HOT update: only the
+ * primary key on resource is indexed).  Lease times come from the clock at the moment of the call.
+ */
+#include "postgres.h"
+
+#include "access/xact.h"
+#include "access/xlog.h"
+#include "catalog/pg_type.h"
+#include "common/int.h"
+#include "fencelock.h"
+#include "miscadmin.h"
+#include "storage/lmgr.h"
+#include "utils/builtins.h"
+#include "utils/timestamp.h"
+
+PG_FUNCTION_INFO_V1(fencelock_acquire);
+PG_FUNCTION_INFO_V1(fencelock_renew);
+PG_FUNCTION_INFO_V1(fencelock_release);
+PG_FUNCTION_INFO_V1(fencelock_current_fence);
+PG_FUNCTION_INFO_V1(fencelock_assert_fence);
+PG_FUNCTION_INFO_V1(fencelock_purge);
+
+/* The same owner's live lease keeps its fence; any other grant takes a new one. */
+#define SAME_LIVE_OWNER                                                                            \
+	"l.owner OPERATOR(pg_catalog.=) $2 AND l.expires_at OPERATOR(pg_catalog.>) $3"
+
+/* $1 resource, $2 owner, $3 now, $4 new deadline, $5 timeline base, $6 caller's role */
+static FlStmt acquire_update = {
+	"UPDATE fencelock.lease AS l SET "
+	" fence = CASE WHEN " SAME_LIVE_OWNER " THEN l.fence "
+	"  ELSE GREATEST(l.fence, $5) OPERATOR(pg_catalog.+) 1 END, "
+	" acquired_at = CASE WHEN " SAME_LIVE_OWNER " THEN l.acquired_at ELSE $3 END, "
+	" owner = $2, expires_at = $4, holder = $6 "
+	"WHERE l.resource OPERATOR(pg_catalog.=) $1 "
+	" AND (l.owner IS NULL OR l.expires_at OPERATOR(pg_catalog.<=) $3 "
+	"  OR l.owner OPERATOR(pg_catalog.=) $2) "
+	"RETURNING l.fence",
+	6,
+	{TEXTOID, TEXTOID, TIMESTAMPTZOID, TIMESTAMPTZOID, INT8OID, OIDOID}};
+
+/* $1..$4, $6 as above, $5 the new row's fence */
+static FlStmt acquire_insert = {
+	"INSERT INTO fencelock.lease AS l "
+	" (resource, owner, fence, acquired_at, expires_at, holder) "
+	"VALUES ($1, $2, $5, $3, $4, $6) "
+	"ON CONFLICT (resource) DO NOTHING RETURNING l.fence",
+	6,
+	{TEXTOID, TEXTOID, TIMESTAMPTZOID, TIMESTAMPTZOID, INT8OID, OIDOID}};
+
+static FlStmt floor_select = {"SELECT f.floor FROM fencelock.fence_floor AS f", 0, {InvalidOid}};
+
+/* $1 resource, $2 owner, $3 now, $4 new deadline */
+static FlStmt renew_update = {"UPDATE fencelock.lease AS l SET expires_at = $4 "
+							  "WHERE l.resource OPERATOR(pg_catalog.=) $1 AND " SAME_LIVE_OWNER
+							  " RETURNING l.fence",
+							  4,
+							  {TEXTOID, TEXTOID, TIMESTAMPTZOID, TIMESTAMPTZOID}};
+
+/* $1 resource, $2 owner, $3 now */
+static FlStmt release_update = {
+	"UPDATE fencelock.lease AS l SET owner = NULL, holder = NULL, expires_at = $3 "
+	"WHERE l.resource OPERATOR(pg_catalog.=) $1 AND " SAME_LIVE_OWNER " RETURNING l.fence",
+	3,
+	{TEXTOID, TEXTOID, TIMESTAMPTZOID}};
+
+static FlStmt fence_select = {
+	"SELECT l.fence FROM fencelock.lease AS l WHERE l.resource OPERATOR(pg_catalog.=) $1",
+	1,
+	{TEXTOID}};
+
+static FlStmt fence_lock = {
+	"SELECT l.fence FROM fencelock.lease AS l WHERE l.resource OPERATOR(pg_catalog.=) $1 "
+	"FOR SHARE",
+	1,
+	{TEXTOID}};
+
+/*
+ * $1 idle cutoff.  A free lease's expires_at is the moment it was released, so one condition
+ * covers free and expired rows alike.  The floor remembers the highest fence purged, so a
+ * resource that comes back later still gets a higher fence.
+ */
+static FlStmt purge_delete = {
+	"WITH gone AS (DELETE FROM fencelock.lease AS l "
+	"  WHERE l.expires_at OPERATOR(pg_catalog.<=) $1 RETURNING l.fence), "
+	" top AS (SELECT pg_catalog.count(*) AS n, pg_catalog.max(g.fence) AS fence FROM gone AS g), "
+	" up AS (INSERT INTO fencelock.fence_floor AS f (id, floor) "
+	"  SELECT true, t.fence FROM top AS t WHERE t.fence IS NOT NULL "
+	"  ON CONFLICT (id) DO UPDATE SET floor = GREATEST(f.floor, excluded.floor)) "
+	"SELECT t.n FROM top AS t",
+	1,
+	{TIMESTAMPTZOID}};
+
+/* Argument checks: every one runs before anything is written. */
+
+static text *
+fl_arg_text(FunctionCallInfo fcinfo, int argno, const char *what, int maxlen)
+{
+	text *t;
+
+	if (PG_ARGISNULL(argno))
+		ereport(ERROR,
+				(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED), errmsg("%s must not be null", what),
+				 errhint("Pass a non-empty text value.")));
+	t = PG_GETARG_TEXT_PP(argno);
+	if (VARSIZE_ANY_EXHDR(t) == 0)
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE), errmsg("%s must not be empty", what),
+				 errhint("Pass a non-empty text value.")));
+	if (VARSIZE_ANY_EXHDR(t) > maxlen)
+		ereport(ERROR,
+				(errcode(ERRCODE_PROGRAM_LIMIT_EXCEEDED),
+				 errmsg("%s is %d bytes long, longer than the limit of %d bytes", what,
+						(int) VARSIZE_ANY_EXHDR(t), maxlen),
+				 errhint("Use a shorter value; fencelock.key() builds compact resource keys.")));
+	return t;
+}
+
+text *
+fl_arg_resource(FunctionCallInfo fcinfo, int argno)
+{
+	return fl_arg_text(fcinfo, argno, "resource", FENCELOCK_MAX_RESOURCE_LEN);
+}
+
+text *
+fl_arg_owner(FunctionCallInfo fcinfo, int argno)
+{
+	return fl_arg_text(fcinfo, argno, "owner", FENCELOCK_MAX_OWNER_LEN);
+}
+
+/* A ttl in microseconds; a month counts as 30 days, as in EXTRACT(EPOCH FROM interval). */
+int64
+fl_arg_ttl(FunctionCallInfo fcinfo, int argno)
+{
+	Interval *iv;
+	int64 us;
+	int64 days_us;
+	int64 months_us;
+
+	if (PG_ARGISNULL(argno))
+		ereport(ERROR, (errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED), errmsg("ttl must not be null"),
+						errhint("Pass a positive interval such as '30 seconds'.")));
+	iv = PG_GETARG_INTERVAL_P(argno);
+	if (!FL_INTERVAL_IS_FINITE(iv) ||
+		pg_mul_s64_overflow((int64) iv->day, USECS_PER_DAY, &days_us) ||
+		pg_mul_s64_overflow((int64) iv->month, DAYS_PER_MONTH * USECS_PER_DAY, &months_us) ||
+		pg_add_s64_overflow(iv->time, days_us, &us) || pg_add_s64_overflow(us, months_us, &us) ||
+		us > (int64) fencelock_max_ttl_s * USECS_PER_SEC)
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("ttl %s is longer than fencelock.max_ttl (%d s)",
+						DatumGetCString(DirectFunctionCall1(interval_out, IntervalPGetDatum(iv))),
+						fencelock_max_ttl_s),
+				 errhint("Renew a shorter lease instead, or raise fencelock.max_ttl.")));
+	if (us <= 0)
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("ttl %s is not positive",
+						DatumGetCString(DirectFunctionCall1(interval_out, IntervalPGetDatum(iv)))),
+				 errhint("Pass a positive interval such as '30 seconds'.")));
+	return us;
+}
+
+static int64
+fl_arg_fence(FunctionCallInfo fcinfo, int argno)
+{
+	if (PG_ARGISNULL(argno))
+		ereport(ERROR, (errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED), errmsg("fence must not be null"),
+						errhint("Pass the fence that acquire returned.")));
+	return PG_GETARG_INT64(argno);
+}
+
+/* The lowest fence a grant on this server's timeline may carry, less one. */
+static int64
+fl_timeline_base(void)
+{
+	TimeLineID tli;
+
+	if (RecoveryInProgress())
+		ereport(ERROR, (errcode(ERRCODE_READ_ONLY_SQL_TRANSACTION),
+						errmsg("cannot acquire a lease during recovery"),
+						errhint("Leases are granted by the primary server.")));
+	tli = GetWALInsertionTimeLine();
+	if (tli - 1 > FENCELOCK_MAX_TIMELINE)
+		ereport(ERROR, (errcode(ERRCODE_PROGRAM_LIMIT_EXCEEDED),
+						errmsg("timeline %u is beyond the %u that fences can encode", tli,
+							   FENCELOCK_MAX_TIMELINE + 1)));
+	return (int64) (tli - 1) << FENCELOCK_TIMELINE_SHIFT;
+}
+
+/*
+ * The fence for a resource that has no row: above the purge floor and the timeline base.  The
+ * floor is read after a lock that purge takes exclusively, with a snapshot taken after that lock,
+ * so a purge that has just removed this resource's row is always seen.
+ */
+static int64
+fl_new_row_fence(int64 base)
+{
+	int64 floor = 0;
+	bool isnull;
+
+	LockRelationOid(fl_relid("fence_floor"), AccessShareLock);
+	if (fl_run_latest(&floor_select, NULL, NULL) == 1)
+	{
+		floor = fl_get_int64(0, 1, &isnull);
+		if (isnull)
+			floor = 0;
+	}
+	return Max(floor, base) + 1;
+}
+
+Datum
+fencelock_acquire(PG_FUNCTION_ARGS)
+{
+	text *resource = fl_arg_resource(fcinfo, 0);
+	text *owner = fl_arg_owner(fcinfo, 1);
+	int64 ttl = fl_arg_ttl(fcinfo, 2);
+	int64 base = fl_timeline_base();
+	TimestampTz now = GetCurrentTimestamp();
+	Datum values[6];
+	FlSession session;
+	int64 fence = 0;
+	bool granted = false;
+	bool isnull;
+
+	values[0] = PointerGetDatum(resource);
+	values[1] = PointerGetDatum(owner);
+	values[2] = TimestampTzGetDatum(now);
+	values[3] = TimestampTzGetDatum(now + ttl);
+	values[4] = Int64GetDatum(base);
+	values[5] = ObjectIdGetDatum(GetUserId());
+
+	fl_begin(&session);
+	if (fl_run(&acquire_update, values, NULL, false) == 1)
+		granted = true;
+	else
+	{
+		/* No grantable row: either none exists yet, or another owner holds a live lease. */
+		values[4] = Int64GetDatum(fl_new_row_fence(base));
+		granted = fl_run(&acquire_insert, values, NULL, false) == 1;
+	}
+	if (granted)
+		fence = fl_get_int64(0, 1, &isnull);
+	fl_end(&session);
+
+	if (!granted)
+		PG_RETURN_NULL();
+
+	/*
+	 * A fence is valid once its grant has committed; it must survive a crash even where the
+	 * session runs with synchronous_commit = off, or two owners could receive the same fence.
+	 */
+	ForceSyncCommit();
+	PG_RETURN_INT64(fence);
+}
+
+/* renew and release: the same owner-and-live check, a different change. */
+static bool
+fl_owner_update(FunctionCallInfo fcinfo, FlStmt *stmt, bool with_ttl)
+{
+	text *resource = fl_arg_resource(fcinfo, 0);
+	text *owner = fl_arg_owner(fcinfo, 1);
+	int64 ttl = with_ttl ? fl_arg_ttl(fcinfo, 2) : 0;
+	TimestampTz now = GetCurrentTimestamp();
+	Datum values[4];
+	FlSession session;
+	bool done;
+
+	values[0] = PointerGetDatum(resource);
+	values[1] = PointerGetDatum(owner);
+	values[2] = TimestampTzGetDatum(now);
+	values[3] = TimestampTzGetDatum(now + ttl);
+
+	fl_begin(&session);
+	done = fl_run(stmt, values, NULL, false) == 1;
+	fl_end(&session);
+	return done;
+}
+
+Datum
+fencelock_renew(PG_FUNCTION_ARGS)
+{
+	PG_RETURN_BOOL(fl_owner_update(fcinfo, &renew_update, true));
+}
+
+Datum
+fencelock_release(PG_FUNCTION_ARGS)
+{
+	PG_RETURN_BOOL(fl_owner_update(fcinfo, &release_update, false));
+}
+
+/* The latest fence of a resource, optionally row-locked; false when there is none. */
+static bool
+fl_read_fence(text *resource, bool lock, int64 *fence)
+{
+	Datum values[1];
+	FlSession session;
+	bool found;
+	bool isnull;
+
+	values[0] = PointerGetDatum(resource);
+	fl_begin(&session);
+	found = fl_run(lock ? &fence_lock : &fence_select, values, NULL, !lock) == 1;
+	if (found)
+		*fence = fl_get_int64(0, 1, &isnull);
+	fl_end(&session);
+	return found;
+}
+
+Datum
+fencelock_current_fence(PG_FUNCTION_ARGS)
+{
+	text *resource = fl_arg_resource(fcinfo, 0);
+	int64 fence;
+
+	if (!fl_read_fence(resource, false, &fence))
+		PG_RETURN_NULL();
+	PG_RETURN_INT64(fence);
+}
+
+Datum
+fencelock_assert_fence(PG_FUNCTION_ARGS)
+{
+	text *resource = fl_arg_resource(fcinfo, 0);
+	int64 fence = fl_arg_fence(fcinfo, 1);
+	int64 current;
+
+	if (!fl_read_fence(resource, true, &current))
+		ereport(ERROR,
+				(errcode(ERRCODE_FENCELOCK_STALE_FENCE),
+				 errmsg("no fence has been issued for resource \"%s\"", text_to_cstring(resource)),
+				 errhint("Acquire the lease before writing under it.")));
+	if (fence < current)
+		ereport(ERROR,
+				(errcode(ERRCODE_FENCELOCK_STALE_FENCE),
+				 errmsg("fence " INT64_FORMAT " is older than the current fence " INT64_FORMAT
+						" of resource \"%s\"",
+						fence, current, text_to_cstring(resource)),
+				 errdetail("The lease was granted again after this holder's lease."),
+				 errhint("This holder has lost the lease: roll back and stop.")));
+	if (fence > current)
+		ereport(
+			ERROR,
+			(errcode(ERRCODE_FENCELOCK_STALE_FENCE),
+			 errmsg("fence " INT64_FORMAT " was never issued for resource \"%s\"", fence,
+					text_to_cstring(resource)),
+			 errdetail("The current fence is " INT64_FORMAT ".", current),
+			 errhint("Pass the fence that acquire returned, after its transaction committed.")));
+	PG_RETURN_VOID();
+}
+
+Datum
+fencelock_purge(PG_FUNCTION_ARGS)
+{
+	Interval *idle;
+	TimestampTz cutoff;
+	Datum values[1];
+	FlSession session;
+	int64 purged;
+	bool isnull;
+
+	if (PG_ARGISNULL(0))
+		ereport(ERROR, (errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED), errmsg("idle must not be null"),
+						errhint("Pass an interval such as '1 day'.")));
+	idle = PG_GETARG_INTERVAL_P(0);
+	if (idle->time < 0 || idle->day < 0 || idle->month < 0)
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE), errmsg("idle must not be negative"),
+				 errhint("Pass an interval such as '1 day'.")));
+	cutoff = DatumGetTimestampTz(DirectFunctionCall2(timestamptz_mi_interval,
+													 TimestampTzGetDatum(GetCurrentTimestamp()),
+													 IntervalPGetDatum(idle)));
+	values[0] = TimestampTzGetDatum(cutoff);
+
+	fl_begin(&session);
+	/* Orders this purge against grants that are about to create rows (fl_new_row_fence). */
+	LockRelationOid(fl_relid("fence_floor"), AccessExclusiveLock);
+	fl_run(&purge_delete, values, NULL, false);
+	purged = fl_get_int64(0, 1, &isnull);
+	fl_end(&session);
+	PG_RETURN_INT64(purged);
+}

@@ -1,0 +1,48 @@
+-- The functions are the only way into fencelock's tables; owner tokens are shown only to
+-- the role that took the lease (and to pg_read_all_stats); search_path cannot redirect them.
+\set VERBOSITY terse
+CREATE ROLE regress_alice;
+CREATE ROLE regress_bob;
+CREATE ROLE regress_reader IN ROLE pg_read_all_stats;
+
+SET ROLE regress_alice;
+SELECT fencelock.acquire('priv:alice', 'alice-secret-token') IS NOT NULL AS alice_granted;
+SELECT owner FROM fencelock.leases WHERE resource = 'priv:alice';
+RESET ROLE;
+
+SET ROLE regress_bob;
+-- Bob sees the lease but not its owner token.
+SELECT owner IS NULL AS token_hidden, state, holder FROM fencelock.leases WHERE resource = 'priv:alice';
+-- Bob cannot read or change the table directly, nor purge.
+SELECT * FROM fencelock.lease;
+UPDATE fencelock.lease SET owner = 'bob' WHERE resource = 'priv:alice';
+DELETE FROM fencelock.lease;
+INSERT INTO fencelock.lease VALUES ('priv:bob', 'bob', 999999, now(), now(), 0);
+TRUNCATE fencelock.lease;
+UPDATE fencelock.fence_floor SET floor = 0;
+SELECT fencelock.purge('0');
+-- Through the functions Bob cannot take or release Alice's live lease.
+SELECT fencelock.acquire('priv:alice', 'bob-token') IS NULL AS busy;
+SELECT fencelock.release('priv:alice', 'bob-token') AS released;
+
+-- A hostile search_path: Bob's own schema with an "=" for text that always says true.
+RESET ROLE;
+CREATE SCHEMA regress_evil AUTHORIZATION regress_bob;
+SET ROLE regress_bob;
+CREATE FUNCTION regress_evil.always(text, text) RETURNS boolean LANGUAGE sql AS 'SELECT true';
+CREATE OPERATOR regress_evil.= (LEFTARG = text, RIGHTARG = text, FUNCTION = regress_evil.always);
+SET search_path = regress_evil, pg_catalog, public;
+SELECT fencelock.release('priv:alice', 'bob-token') AS released_with_evil_path;
+SELECT fencelock.acquire('priv:alice', 'bob-token') IS NULL AS still_busy;
+RESET search_path;
+RESET ROLE;
+
+SET ROLE regress_reader;
+SELECT owner FROM fencelock.leases WHERE resource = 'priv:alice';
+RESET ROLE;
+
+SELECT owner, state FROM fencelock.leases WHERE resource = 'priv:alice';
+DROP SCHEMA regress_evil CASCADE;
+DROP ROLE regress_alice, regress_bob, regress_reader;
+-- A lease whose role was dropped still shows; its holder is the bare role OID.
+SELECT state, owner FROM fencelock.leases WHERE resource = 'priv:alice';
