@@ -8,7 +8,10 @@ OBJS = \
 	src/exec.o \
 	src/lease.o \
 	src/key.o \
-	src/trigger.o
+	src/trigger.o \
+	src/shmem.o \
+	src/wait.o \
+	src/history.o
 
 DATA = $(wildcard sql/fencelock--*.sql)
 

@@ -4,3 +4,125 @@
 -- == task-table claiming ==
 
 -- == waiting, acquire_all, statistics and history ==
+
+-- How each grant came about: n new resource, r after a release, e after the same owner's lease
+-- expired, t taken over after another owner's lease expired.  NULL for grants made by 0.1.0.
+ALTER TABLE fencelock.lease ADD COLUMN granted_how pg_catalog."char";
+
+-- The 0.2.0 entry points count, wake waiters, honour lock_delay and write history.
+CREATE OR REPLACE FUNCTION fencelock.acquire(resource pg_catalog.text, owner pg_catalog.text,
+                                             ttl pg_catalog.interval DEFAULT '30 seconds')
+RETURNS pg_catalog.int8
+AS 'MODULE_PATHNAME', 'fencelock_acquire_0_2'
+LANGUAGE C VOLATILE;
+
+CREATE OR REPLACE FUNCTION fencelock.renew(resource pg_catalog.text, owner pg_catalog.text,
+                                           ttl pg_catalog.interval DEFAULT '30 seconds')
+RETURNS pg_catalog.bool
+AS 'MODULE_PATHNAME', 'fencelock_renew_0_2'
+LANGUAGE C VOLATILE;
+
+CREATE OR REPLACE FUNCTION fencelock.release(resource pg_catalog.text, owner pg_catalog.text)
+RETURNS pg_catalog.bool
+AS 'MODULE_PATHNAME', 'fencelock_release_0_2'
+LANGUAGE C VOLATILE;
+
+CREATE OR REPLACE FUNCTION fencelock.purge(idle pg_catalog.interval)
+RETURNS pg_catalog.int8
+AS 'MODULE_PATHNAME', 'fencelock_purge_0_2'
+LANGUAGE C VOLATILE;
+
+CREATE FUNCTION fencelock.acquire(resource pg_catalog.text, owner pg_catalog.text,
+                                  ttl pg_catalog.interval, wait pg_catalog.interval)
+RETURNS pg_catalog.int8
+AS 'MODULE_PATHNAME', 'fencelock_acquire_wait'
+LANGUAGE C VOLATILE;
+
+CREATE FUNCTION fencelock.acquire_all(resources pg_catalog.text[], owner pg_catalog.text,
+                                      ttl pg_catalog.interval DEFAULT '30 seconds',
+                                      wait pg_catalog.interval DEFAULT '0')
+RETURNS pg_catalog.int8[]
+AS 'MODULE_PATHNAME', 'fencelock_acquire_all'
+LANGUAGE C VOLATILE;
+
+CREATE FUNCTION fencelock.release_all(resources pg_catalog.text[], owner pg_catalog.text)
+RETURNS pg_catalog.int4
+AS 'MODULE_PATHNAME', 'fencelock_release_all'
+LANGUAGE C VOLATILE;
+
+-- Statistics (shared memory: needs shared_preload_libraries = 'fencelock').
+CREATE FUNCTION fencelock.read_stats(
+    OUT grants pg_catalog.int8, OUT takeovers pg_catalog.int8, OUT reacquires pg_catalog.int8,
+    OUT busy pg_catalog.int8, OUT renewals pg_catalog.int8, OUT renewals_refused pg_catalog.int8,
+    OUT releases pg_catalog.int8, OUT releases_refused pg_catalog.int8,
+    OUT stale_rejected pg_catalog.int8, OUT unfenced_rejected pg_catalog.int8,
+    OUT waits pg_catalog.int8, OUT wait_time_ms pg_catalog.float8, OUT wait_timeouts pg_catalog.int8,
+    OUT stats_reset pg_catalog.timestamptz)
+RETURNS record
+AS 'MODULE_PATHNAME', 'fencelock_stats'
+LANGUAGE C VOLATILE;
+
+CREATE VIEW fencelock.stats AS SELECT * FROM fencelock.read_stats();
+
+CREATE FUNCTION fencelock.read_table_stats(OUT relid pg_catalog.oid,
+                                           OUT stale_rejected pg_catalog.int8,
+                                           OUT unfenced_rejected pg_catalog.int8)
+RETURNS SETOF record
+AS 'MODULE_PATHNAME', 'fencelock_table_stats'
+LANGUAGE C VOLATILE;
+
+CREATE VIEW fencelock.table_stats AS
+SELECT s.relid::pg_catalog.regclass AS "table", s.stale_rejected, s.unfenced_rejected
+  FROM fencelock.read_table_stats() AS s;
+
+CREATE FUNCTION fencelock.stats_reset()
+RETURNS pg_catalog.void
+AS 'MODULE_PATHNAME', 'fencelock_stats_reset'
+LANGUAGE C VOLATILE;
+REVOKE EXECUTE ON FUNCTION fencelock.stats_reset() FROM PUBLIC;
+
+CREATE FUNCTION fencelock.waiters(resource pg_catalog.text)
+RETURNS pg_catalog.int4
+AS 'MODULE_PATHNAME', 'fencelock_waiters'
+LANGUAGE C VOLATILE;
+
+GRANT SELECT ON fencelock.stats, fencelock.table_stats TO PUBLIC;
+
+-- History of grants (fencelock.history = on).  Owner tokens are in it: readable only by
+-- pg_read_all_stats (and superusers).
+CREATE TABLE fencelock.history (
+    resource    pg_catalog.text COLLATE "C" NOT NULL,
+    fence       pg_catalog.int8 NOT NULL,
+    owner       pg_catalog.text NOT NULL,
+    granted_how pg_catalog.text NOT NULL,        -- new, after release, after own expiry, taken over
+    granted_at  pg_catalog.timestamptz NOT NULL,
+    expires_at  pg_catalog.timestamptz NOT NULL, -- the last deadline (renewals move it)
+    ended_at    pg_catalog.timestamptz,
+    ended_how   pg_catalog.text,                 -- released, taken over, expired
+    PRIMARY KEY (resource, fence)
+);
+CREATE INDEX history_granted_at ON fencelock.history (granted_at);
+SELECT pg_catalog.pg_extension_config_dump('fencelock.history', '');
+REVOKE ALL ON TABLE fencelock.history FROM PUBLIC;
+GRANT SELECT ON TABLE fencelock.history TO pg_read_all_stats;
+
+-- leases gains how the lease was granted and, when preloaded, the number of waiters.
+CREATE OR REPLACE VIEW fencelock.leases AS
+SELECT l.resource,
+       CASE WHEN pg_catalog.pg_has_role(l.holder, 'MEMBER')
+              OR pg_catalog.pg_has_role('pg_read_all_stats', 'MEMBER')
+            THEN l.owner END AS owner,
+       l.fence,
+       l.acquired_at,
+       l.expires_at,
+       CASE WHEN l.owner IS NOT NULL AND l.expires_at OPERATOR(pg_catalog.>) c.now
+            THEN l.expires_at OPERATOR(pg_catalog.-) c.now END AS remaining,
+       CASE WHEN l.owner IS NULL THEN 'free'
+            WHEN l.expires_at OPERATOR(pg_catalog.>) c.now THEN 'held'
+            ELSE 'expired' END AS state,
+       l.holder::pg_catalog.regrole AS holder,
+       CASE l.granted_how WHEN 'n' THEN 'new' WHEN 'r' THEN 'after release'
+            WHEN 'e' THEN 'after own expiry' WHEN 't' THEN 'taken over' END AS granted_how,
+       fencelock.waiters(l.resource) AS waiters
+  FROM fencelock.lease AS l,
+       LATERAL (SELECT pg_catalog.clock_timestamp() AS now) AS c;

@@ -20,4 +20,11 @@
 #define FL_INTERVAL_IS_FINITE(iv) (true)
 #endif
 
+/* This backend's index among PGPROCs: PostgreSQL 17 renamed it. */
+#if PG_VERSION_NUM >= 170000
+#define FL_MY_PROCNO MyProcNumber
+#else
+#define FL_MY_PROCNO (MyProc->pgprocno)
+#endif
+
 #endif /* FENCELOCK_COMPAT_H */

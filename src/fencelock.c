@@ -1,20 +1,31 @@
 /*
  * fencelock.c — module entry point and settings.
  *
- * Nothing here needs shared_preload_libraries: the lease functions and the fence trigger work in
- * any backend that loads the library.
+ * The lease functions and the fence trigger work in any backend that loads the library.  Loaded
+ * through shared_preload_libraries, fencelock also keeps statistics and a wait queue in shared
+ * memory; without it, _PG_init only defines the settings and waits fall back to polling.
  */
 #include "postgres.h"
 
 #include <limits.h>
 
 #include "fencelock.h"
+#include "miscadmin.h"
+#include "shmem.h"
 #include "utils/guc.h"
 
 PG_MODULE_MAGIC;
 
-/* fencelock.max_ttl, in seconds: the longest lease acquire and renew grant. */
 int fencelock_max_ttl_s = 86400;
+int fencelock_lock_delay_ms = 0;
+bool fencelock_history = false;
+int fencelock_history_retention_s = 7 * 86400;
+int fencelock_log_level = -1;
+int fencelock_max_tables = 1000;
+
+static const struct config_enum_entry log_level_options[] = {
+	{"off", -1, false},        {"debug", DEBUG1, false},    {"log", LOG, false},
+	{"notice", NOTICE, false}, {"warning", WARNING, false}, {NULL, 0, false}};
 
 void _PG_init(void);
 
@@ -26,6 +37,33 @@ _PG_init(void)
 							"resource until it expires.",
 							&fencelock_max_ttl_s, 86400, 1, INT_MAX, PGC_SUSET, GUC_UNIT_S, NULL,
 							NULL, NULL);
+	DefineCustomIntVariable("fencelock.lock_delay",
+							"How long a lease that expired without a release stays ungrantable to "
+							"another owner.",
+							"For resources that cannot check fences: gives a paused holder time to "
+							"notice it lost the lease before anyone else acts.",
+							&fencelock_lock_delay_ms, 0, 0, 86400 * 1000, PGC_USERSET, GUC_UNIT_MS,
+							NULL, NULL, NULL);
+	DefineCustomBoolVariable("fencelock.history", "Records grants and how they ended.",
+							 "Rows go to fencelock.history and are kept for "
+							 "fencelock.history_retention.",
+							 &fencelock_history, false, PGC_SUSET, 0, NULL, NULL, NULL);
+	DefineCustomIntVariable("fencelock.history_retention",
+							"How long fencelock.history keeps a row.", NULL,
+							&fencelock_history_retention_s, 7 * 86400, 60, INT_MAX, PGC_SUSET,
+							GUC_UNIT_S, NULL, NULL, NULL);
+	DefineCustomEnumVariable(
+		"fencelock.log_level",
+		"Server log level for takeovers and rejected stale or unfenced writes.", NULL,
+		&fencelock_log_level, -1, log_level_options, PGC_SUSET, 0, NULL, NULL, NULL);
+	DefineCustomIntVariable(
+		"fencelock.max_tables",
+		"How many tables get their own rejection counters in fencelock.table_stats.",
+		"Further tables are counted together in one row with a NULL table.", &fencelock_max_tables,
+		1000, 16, 1000000, PGC_POSTMASTER, 0, NULL, NULL, NULL);
 
 	MarkGUCPrefixReserved("fencelock");
+
+	if (process_shared_preload_libraries_in_progress)
+		fl_shmem_init();
 }

@@ -9,6 +9,7 @@
 #include "compat.h"
 #include "executor/spi.h"
 #include "fmgr.h"
+#include "utils/timestamp.h"
 
 /* Our own SQLSTATEs (class FL), documented in README's error table. */
 #define ERRCODE_FENCELOCK_STALE_FENCE MAKE_SQLSTATE('F', 'L', '0', '0', '1')
@@ -28,6 +29,11 @@
 
 /* fencelock.c: settings */
 extern int fencelock_max_ttl_s;
+extern int fencelock_lock_delay_ms;
+extern bool fencelock_history;
+extern int fencelock_history_retention_s;
+extern int fencelock_log_level; /* an elevel, or -1 for off */
+extern int fencelock_max_tables;
 
 /*
  * exec.c: the statements behind the SQL API.  Each runs through SPI as the extension's owner
@@ -60,5 +66,28 @@ extern Oid fl_relid(const char *relname);
 extern text *fl_arg_resource(FunctionCallInfo fcinfo, int argno);
 extern text *fl_arg_owner(FunctionCallInfo fcinfo, int argno);
 extern int64 fl_arg_ttl(FunctionCallInfo fcinfo, int argno);
+
+/* lease.c: one grant attempt, shared by acquire, waiting acquire and acquire_all */
+typedef struct FlGrant
+{
+	bool granted;
+	bool is_new; /* a new grant (new fence), not the same owner's live lease */
+	char how;    /* n new resource, r after release, e after own expiry, t taken over */
+	int64 fence;
+	TimestampTz granted_at;
+	TimestampTz expires_at;
+	TimestampTz holder_expires; /* busy: when the holder's lease runs out; 0 if unknown */
+} FlGrant;
+
+extern int64 fl_timeline_base(void);
+extern void fl_try_acquire(text *resource, text *owner, int64 ttl, int api, bool want_expiry,
+						   FlGrant *g);
+extern bool fl_release(text *resource, text *owner, int api);
+
+/* history.c: the optional record of grants and their endings (fencelock.history = on) */
+extern void fl_history_grant(text *resource, text *owner, FlGrant *g);
+extern void fl_history_update(text *resource, int64 fence, TimestampTz now, TimestampTz expires,
+							  char end_how);
+extern void fl_history_purge(TimestampTz cutoff, TimestampTz now);
 
 #endif /* FENCELOCK_H */

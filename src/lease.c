@@ -12,12 +12,17 @@
 #include "catalog/pg_type.h"
 #include "common/int.h"
 #include "fencelock.h"
+#include "shmem.h"
 #include "miscadmin.h"
 #include "storage/lmgr.h"
 #include "utils/builtins.h"
 #include "utils/timestamp.h"
 
 PG_FUNCTION_INFO_V1(fencelock_acquire);
+PG_FUNCTION_INFO_V1(fencelock_acquire_0_2);
+PG_FUNCTION_INFO_V1(fencelock_renew_0_2);
+PG_FUNCTION_INFO_V1(fencelock_release_0_2);
+PG_FUNCTION_INFO_V1(fencelock_purge_0_2);
 PG_FUNCTION_INFO_V1(fencelock_renew);
 PG_FUNCTION_INFO_V1(fencelock_release);
 PG_FUNCTION_INFO_V1(fencelock_current_fence);
@@ -50,6 +55,42 @@ static FlStmt acquire_insert = {
 	"ON CONFLICT (resource) DO NOTHING RETURNING l.fence",
 	6,
 	{TEXTOID, TEXTOID, TIMESTAMPTZOID, TIMESTAMPTZOID, INT8OID, OIDOID}};
+
+/*
+ * API 0.2.0 grants also record how the lease was granted (lease.granted_how: n new resource,
+ * r after a release, e after the same owner's lease expired, t taken over after another owner's
+ * lease expired) and honour fencelock.lock_delay ($7: an expired lease is grantable to another
+ * owner only if it expired before $7).
+ */
+static FlStmt acquire_update_v2 = {
+	"UPDATE fencelock.lease AS l SET "
+	" fence = CASE WHEN " SAME_LIVE_OWNER " THEN l.fence "
+	"  ELSE GREATEST(l.fence, $5) OPERATOR(pg_catalog.+) 1 END, "
+	" acquired_at = CASE WHEN " SAME_LIVE_OWNER " THEN l.acquired_at ELSE $3 END, "
+	" granted_how = CASE WHEN " SAME_LIVE_OWNER " THEN l.granted_how "
+	"  WHEN l.owner IS NULL THEN 'r' WHEN l.owner OPERATOR(pg_catalog.=) $2 THEN 'e' "
+	"  ELSE 't' END, "
+	" owner = $2, expires_at = $4, holder = $6 "
+	"WHERE l.resource OPERATOR(pg_catalog.=) $1 "
+	" AND (l.owner IS NULL OR l.expires_at OPERATOR(pg_catalog.<=) $7 "
+	"  OR l.owner OPERATOR(pg_catalog.=) $2) "
+	"RETURNING l.fence, l.granted_how, l.acquired_at OPERATOR(pg_catalog.=) $3",
+	7,
+	{TEXTOID, TEXTOID, TIMESTAMPTZOID, TIMESTAMPTZOID, INT8OID, OIDOID, TIMESTAMPTZOID}};
+
+static FlStmt acquire_insert_v2 = {
+	"INSERT INTO fencelock.lease AS l "
+	" (resource, owner, fence, acquired_at, expires_at, holder, granted_how) "
+	"VALUES ($1, $2, $5, $3, $4, $6, 'n') "
+	"ON CONFLICT (resource) DO NOTHING RETURNING l.fence, l.granted_how, true",
+	6,
+	{TEXTOID, TEXTOID, TIMESTAMPTZOID, TIMESTAMPTZOID, INT8OID, OIDOID}};
+
+/* For a waiter: when the current holder's lease runs out ($1 resource). */
+static FlStmt holder_expiry = {"SELECT l.expires_at FROM fencelock.lease AS l "
+							   "WHERE l.resource OPERATOR(pg_catalog.=) $1 AND l.owner IS NOT NULL",
+							   1,
+							   {TEXTOID}};
 
 static FlStmt floor_select = {"SELECT f.floor FROM fencelock.fence_floor AS f", 0, {InvalidOid}};
 
@@ -174,7 +215,7 @@ fl_arg_fence(FunctionCallInfo fcinfo, int argno)
 }
 
 /* The lowest fence a grant on this server's timeline may carry, less one. */
-static int64
+int64
 fl_timeline_base(void)
 {
 	TimeLineID tli;
@@ -212,62 +253,119 @@ fl_new_row_fence(int64 base)
 	return Max(floor, base) + 1;
 }
 
-Datum
-fencelock_acquire(PG_FUNCTION_ARGS)
+/*
+ * One attempt at a grant, without waiting.  Fills *g; on a busy resource with want_expiry, also
+ * the holder's deadline (0 when unknown).
+ */
+void
+fl_try_acquire(text *resource, text *owner, int64 ttl, int api, bool want_expiry, FlGrant *g)
 {
-	text *resource = fl_arg_resource(fcinfo, 0);
-	text *owner = fl_arg_owner(fcinfo, 1);
-	int64 ttl = fl_arg_ttl(fcinfo, 2);
 	int64 base = fl_timeline_base();
 	TimestampTz now = GetCurrentTimestamp();
-	Datum values[6];
+	Datum values[7];
 	FlSession session;
-	int64 fence = 0;
-	bool granted = false;
 	bool isnull;
 
+	memset(g, 0, sizeof(*g));
 	values[0] = PointerGetDatum(resource);
 	values[1] = PointerGetDatum(owner);
 	values[2] = TimestampTzGetDatum(now);
 	values[3] = TimestampTzGetDatum(now + ttl);
 	values[4] = Int64GetDatum(base);
 	values[5] = ObjectIdGetDatum(GetUserId());
+	values[6] = TimestampTzGetDatum(now - (int64) fencelock_lock_delay_ms * 1000);
 
 	fl_begin(&session);
-	if (fl_run(&acquire_update, values, NULL, false) == 1)
-		granted = true;
+	if (fl_run(api >= 2 ? &acquire_update_v2 : &acquire_update, values, NULL, false) == 1)
+		g->granted = true;
 	else
 	{
-		/* No grantable row: either none exists yet, or another owner holds a live lease. */
+		/* No grantable row: either none exists yet, or another owner holds the lease. */
 		values[4] = Int64GetDatum(fl_new_row_fence(base));
-		granted = fl_run(&acquire_insert, values, NULL, false) == 1;
+		g->granted =
+			fl_run(api >= 2 ? &acquire_insert_v2 : &acquire_insert, values, NULL, false) == 1;
 	}
-	if (granted)
-		fence = fl_get_int64(0, 1, &isnull);
+	if (g->granted)
+	{
+		g->fence = fl_get_int64(0, 1, &isnull);
+		g->how = api >= 2 ? DatumGetChar(SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc,
+													   2, &isnull))
+						  : 'n';
+		g->is_new = api >= 2 ? DatumGetBool(SPI_getbinval(SPI_tuptable->vals[0],
+														  SPI_tuptable->tupdesc, 3, &isnull))
+							 : true;
+		g->granted_at = now;
+		g->expires_at = now + ttl;
+		if (api >= 2 && g->is_new && fencelock_history)
+			fl_history_grant(resource, owner, g);
+	}
+	else if (want_expiry && fl_run(&holder_expiry, values, NULL, false) == 1)
+		g->holder_expires = DatumGetTimestampTz(
+			SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1, &isnull));
 	fl_end(&session);
 
-	if (!granted)
-		PG_RETURN_NULL();
+	if (!g->granted)
+	{
+		fl_count(FL_BUSY, 1);
+		return;
+	}
+	fl_count(g->is_new ? FL_GRANTS : FL_REACQUIRES, 1);
+	if (g->how == 't')
+	{
+		fl_count(FL_TAKEOVERS, 1);
+		if (fencelock_log_level >= 0)
+			ereport(fencelock_log_level,
+					(errmsg("lease on resource \"%s\" taken over with fence " INT64_FORMAT
+							" after the previous holder's lease expired",
+							text_to_cstring(resource), g->fence)));
+	}
 
 	/*
 	 * A fence is valid once its grant has committed; it must survive a crash even where the
 	 * session runs with synchronous_commit = off, or two owners could receive the same fence.
 	 */
 	ForceSyncCommit();
-	PG_RETURN_INT64(fence);
 }
 
-/* renew and release: the same owner-and-live check, a different change. */
-static bool
-fl_owner_update(FunctionCallInfo fcinfo, FlStmt *stmt, bool with_ttl)
+static Datum
+fl_acquire_sql(FunctionCallInfo fcinfo, int api)
 {
 	text *resource = fl_arg_resource(fcinfo, 0);
 	text *owner = fl_arg_owner(fcinfo, 1);
-	int64 ttl = with_ttl ? fl_arg_ttl(fcinfo, 2) : 0;
+	int64 ttl = fl_arg_ttl(fcinfo, 2);
+	FlGrant g;
+
+	fl_try_acquire(resource, owner, ttl, api, false, &g);
+	if (!g.granted)
+		PG_RETURN_NULL();
+	PG_RETURN_INT64(g.fence);
+}
+
+/* acquire(resource, owner, ttl) as installed by 0.1.0 */
+Datum
+fencelock_acquire(PG_FUNCTION_ARGS)
+{
+	return fl_acquire_sql(fcinfo, 1);
+}
+
+Datum
+fencelock_acquire_0_2(PG_FUNCTION_ARGS)
+{
+	return fl_acquire_sql(fcinfo, 2);
+}
+
+/*
+ * renew and release: the same owner-and-live check, a different change.  Returns the lease's
+ * fence, or -1 when the caller did not hold a live lease.
+ */
+static int64
+fl_owner_update(text *resource, text *owner, int64 ttl, FlStmt *stmt, int api, char end_how)
+{
 	TimestampTz now = GetCurrentTimestamp();
 	Datum values[4];
 	FlSession session;
-	bool done;
+	int64 fence = -1;
+	bool isnull;
 
 	values[0] = PointerGetDatum(resource);
 	values[1] = PointerGetDatum(owner);
@@ -275,21 +373,71 @@ fl_owner_update(FunctionCallInfo fcinfo, FlStmt *stmt, bool with_ttl)
 	values[3] = TimestampTzGetDatum(now + ttl);
 
 	fl_begin(&session);
-	done = fl_run(stmt, values, NULL, false) == 1;
+	if (fl_run(stmt, values, NULL, false) == 1)
+	{
+		fence = fl_get_int64(0, 1, &isnull);
+		if (api >= 2 && fencelock_history)
+			fl_history_update(resource, fence, now, now + ttl, end_how);
+	}
 	fl_end(&session);
+	return fence;
+}
+
+static Datum
+fl_renew_sql(FunctionCallInfo fcinfo, int api)
+{
+	text *resource = fl_arg_resource(fcinfo, 0);
+	text *owner = fl_arg_owner(fcinfo, 1);
+	int64 ttl = fl_arg_ttl(fcinfo, 2);
+	bool done = fl_owner_update(resource, owner, ttl, &renew_update, api, 0) >= 0;
+
+	fl_count(done ? FL_RENEWALS : FL_RENEWALS_REFUSED, 1);
+	PG_RETURN_BOOL(done);
+}
+
+bool
+fl_release(text *resource, text *owner, int api)
+{
+	bool done = fl_owner_update(resource, owner, 0, &release_update, api, 'r') >= 0;
+
+	fl_count(done ? FL_RELEASES : FL_RELEASES_REFUSED, 1);
+	/* The next waiter may try now; its grant waits for this transaction's row lock. */
+	if (done)
+		fl_queue_wake(fl_resource_key(resource));
 	return done;
+}
+
+static Datum
+fl_release_sql(FunctionCallInfo fcinfo, int api)
+{
+	text *resource = fl_arg_resource(fcinfo, 0);
+	text *owner = fl_arg_owner(fcinfo, 1);
+
+	PG_RETURN_BOOL(fl_release(resource, owner, api));
 }
 
 Datum
 fencelock_renew(PG_FUNCTION_ARGS)
 {
-	PG_RETURN_BOOL(fl_owner_update(fcinfo, &renew_update, true));
+	return fl_renew_sql(fcinfo, 1);
+}
+
+Datum
+fencelock_renew_0_2(PG_FUNCTION_ARGS)
+{
+	return fl_renew_sql(fcinfo, 2);
 }
 
 Datum
 fencelock_release(PG_FUNCTION_ARGS)
 {
-	PG_RETURN_BOOL(fl_owner_update(fcinfo, &release_update, false));
+	return fl_release_sql(fcinfo, 1);
+}
+
+Datum
+fencelock_release_0_2(PG_FUNCTION_ARGS)
+{
+	return fl_release_sql(fcinfo, 2);
 }
 
 /* The latest fence of a resource, optionally row-locked; false when there is none. */
@@ -328,7 +476,16 @@ fencelock_assert_fence(PG_FUNCTION_ARGS)
 	int64 fence = fl_arg_fence(fcinfo, 1);
 	int64 current;
 
-	if (!fl_read_fence(resource, true, &current))
+	bool found = fl_read_fence(resource, true, &current);
+
+	if (found && fence == current)
+		PG_RETURN_VOID();
+	fl_count(FL_STALE_REJECTED, 1);
+	if (fencelock_log_level >= 0)
+		ereport(fencelock_log_level,
+				(errmsg("fence " INT64_FORMAT " for resource \"%s\" refused by assert_fence", fence,
+						text_to_cstring(resource))));
+	if (!found)
 		ereport(ERROR,
 				(errcode(ERRCODE_FENCELOCK_STALE_FENCE),
 				 errmsg("no fence has been issued for resource \"%s\"", text_to_cstring(resource)),
@@ -352,10 +509,11 @@ fencelock_assert_fence(PG_FUNCTION_ARGS)
 	PG_RETURN_VOID();
 }
 
-Datum
-fencelock_purge(PG_FUNCTION_ARGS)
+static Datum
+fl_purge_sql(FunctionCallInfo fcinfo, int api)
 {
 	Interval *idle;
+	TimestampTz now = GetCurrentTimestamp();
 	TimestampTz cutoff;
 	Datum values[1];
 	FlSession session;
@@ -370,16 +528,29 @@ fencelock_purge(PG_FUNCTION_ARGS)
 		ereport(ERROR,
 				(errcode(ERRCODE_INVALID_PARAMETER_VALUE), errmsg("idle must not be negative"),
 				 errhint("Pass an interval such as '1 day'.")));
-	cutoff = DatumGetTimestampTz(DirectFunctionCall2(timestamptz_mi_interval,
-													 TimestampTzGetDatum(GetCurrentTimestamp()),
-													 IntervalPGetDatum(idle)));
+	cutoff = DatumGetTimestampTz(DirectFunctionCall2(
+		timestamptz_mi_interval, TimestampTzGetDatum(now), IntervalPGetDatum(idle)));
 	values[0] = TimestampTzGetDatum(cutoff);
 
 	fl_begin(&session);
 	/* Orders this purge against grants that are about to create rows (fl_new_row_fence). */
 	LockRelationOid(fl_relid("fence_floor"), AccessExclusiveLock);
+	if (api >= 2)
+		fl_history_purge(cutoff, now);
 	fl_run(&purge_delete, values, NULL, false);
 	purged = fl_get_int64(0, 1, &isnull);
 	fl_end(&session);
 	PG_RETURN_INT64(purged);
+}
+
+Datum
+fencelock_purge(PG_FUNCTION_ARGS)
+{
+	return fl_purge_sql(fcinfo, 1);
+}
+
+Datum
+fencelock_purge_0_2(PG_FUNCTION_ARGS)
+{
+	return fl_purge_sql(fcinfo, 2);
 }

@@ -18,6 +18,7 @@
 #include "catalog/pg_type.h"
 #include "commands/trigger.h"
 #include "fencelock.h"
+#include "shmem.h"
 #include "nodes/bitmapset.h"
 #include "utils/builtins.h"
 #include "utils/hsearch.h"
@@ -177,6 +178,10 @@ static void reject_unfenced(Relation rel, FenceTrigger *ft, const char *why)
 static void
 reject_unfenced(Relation rel, FenceTrigger *ft, const char *why)
 {
+	fl_count_table(RelationGetRelid(rel), false);
+	if (fencelock_log_level >= 0)
+		ereport(fencelock_log_level, (errmsg("unfenced update of table \"%s\" refused: %s",
+											 RelationGetRelationName(rel), why)));
 	ereport(ERROR, (errcode(ERRCODE_FENCELOCK_UNFENCED),
 					errmsg("update of table \"%s\" carries no fence", RelationGetRelationName(rel)),
 					errdetail("%s", why),
@@ -229,6 +234,13 @@ fencelock_fence_trigger(PG_FUNCTION_ARGS)
 	stored = fence_value(d, ft->typid);
 
 	if (fence < stored || (ft->strict && fence == stored))
+	{
+		fl_count_table(RelationGetRelid(rel), true);
+		if (fencelock_log_level >= 0)
+			ereport(fencelock_log_level,
+					(errmsg("stale fence " INT64_FORMAT
+							" refused by table \"%s\" (stored fence " INT64_FORMAT ")",
+							fence, RelationGetRelationName(rel), stored)));
 		ereport(
 			ERROR,
 			(errcode(ERRCODE_FENCELOCK_STALE_FENCE),
@@ -241,6 +253,7 @@ fencelock_fence_trigger(PG_FUNCTION_ARGS)
 			 errhint("This writer has lost its lease: roll back and stop; do not retry with "
 					 "the same fence."),
 			 errtablecol(rel, ft->attnum)));
+	}
 
 	return PointerGetDatum(newtuple);
 }

@@ -20,10 +20,16 @@ UPDATE orders SET status = 'unfenced' WHERE id = 'o-1';
 UPDATE orders SET status = 'bulk', last_fence = 4;
 SELECT id, status, last_fence FROM orders ORDER BY id;
 
--- The error carries the table and column in its fields.
-\set VERBOSITY verbose
-UPDATE orders SET last_fence = 1 WHERE id = 'o-2';
-\set VERBOSITY terse
+-- The error carries its SQLSTATE and the table and column in its fields.
+DO $$
+DECLARE st text; tab text; col text; msg text;
+BEGIN
+    UPDATE orders SET last_fence = 1 WHERE id = 'o-2';
+EXCEPTION WHEN OTHERS THEN
+    GET STACKED DIAGNOSTICS st = RETURNED_SQLSTATE, tab = TABLE_NAME, col = COLUMN_NAME,
+                            msg = MESSAGE_TEXT;
+    RAISE NOTICE 'sqlstate %, table %, column %: %', st, tab, col, msg;
+END $$;
 
 -- 'strict': only a strictly newer fence may write.
 CREATE TABLE jobs (id int PRIMARY KEY, fence integer, note text);

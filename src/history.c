@@ -1,0 +1,112 @@
+/*
+ * history.c — the optional record of grants and how they ended (fencelock.history = on).
+ *
+ * One row per grant: resource, fence, owner, how it was granted, when, its last deadline, and
+ * when and how it ended (released, taken over after expiry, expired).  Rows older than
+ * fencelock.history_retention are deleted by purge() and, now and then, by a grant.  These
+ * statements run inside the lease functions' own SPI session, as the extension's owner.
+ */
+#include "postgres.h"
+
+#include "catalog/pg_type.h"
+#include "common/pg_prng.h"
+#include "fencelock.h"
+
+/* $1 resource, $2 new fence, $3 now, $4 how the new grant came about */
+static FlStmt history_close = {
+	"UPDATE fencelock.history AS h SET ended_at = LEAST(h.expires_at, $3), "
+	" ended_how = CASE $4 WHEN 't' THEN 'taken over' ELSE 'expired' END "
+	"WHERE h.resource OPERATOR(pg_catalog.=) $1 AND h.ended_at IS NULL "
+	" AND h.fence OPERATOR(pg_catalog.<) $2",
+	4,
+	{TEXTOID, INT8OID, TIMESTAMPTZOID, CHAROID}};
+
+/* $1 resource, $2 fence, $3 owner, $4 how, $5 granted, $6 expires */
+static FlStmt history_insert = {
+	"INSERT INTO fencelock.history AS h "
+	" (resource, fence, owner, granted_how, granted_at, expires_at) "
+	"VALUES ($1, $2, $3, CASE $4 WHEN 'n' THEN 'new' WHEN 'r' THEN 'after release' "
+	" WHEN 'e' THEN 'after own expiry' ELSE 'taken over' END, $5, $6) "
+	"ON CONFLICT DO NOTHING",
+	6,
+	{TEXTOID, INT8OID, TEXTOID, CHAROID, TIMESTAMPTZOID, TIMESTAMPTZOID}};
+
+/* $1 resource, $2 fence, $3 now, $4 new deadline */
+static FlStmt history_renew = {
+	"UPDATE fencelock.history AS h SET expires_at = $4 "
+	"WHERE h.resource OPERATOR(pg_catalog.=) $1 AND h.fence OPERATOR(pg_catalog.=) $2",
+	4,
+	{TEXTOID, INT8OID, TIMESTAMPTZOID, TIMESTAMPTZOID}};
+
+static FlStmt history_release = {
+	"UPDATE fencelock.history AS h SET ended_at = $3, ended_how = 'released' "
+	"WHERE h.resource OPERATOR(pg_catalog.=) $1 AND h.fence OPERATOR(pg_catalog.=) $2",
+	4,
+	{TEXTOID, INT8OID, TIMESTAMPTZOID, TIMESTAMPTZOID}};
+
+/* $1 purge cutoff: grants whose lease row purge is about to delete ended by expiring. */
+static FlStmt history_purged = {
+	"UPDATE fencelock.history AS h SET ended_at = h.expires_at, ended_how = 'expired' "
+	"WHERE h.ended_at IS NULL AND h.resource IN (SELECT l.resource FROM fencelock.lease AS l "
+	" WHERE l.expires_at OPERATOR(pg_catalog.<=) $1)",
+	1,
+	{TIMESTAMPTZOID}};
+
+/* $1 oldest granted_at to keep */
+static FlStmt history_prune = {
+	"DELETE FROM fencelock.history AS h WHERE h.granted_at OPERATOR(pg_catalog.<) $1",
+	1,
+	{TIMESTAMPTZOID}};
+
+static void
+fl_history_prune(TimestampTz now)
+{
+	Datum values[1];
+
+	values[0] = TimestampTzGetDatum(now - (int64) fencelock_history_retention_s * USECS_PER_SEC);
+	fl_run(&history_prune, values, NULL, false);
+}
+
+void
+fl_history_grant(text *resource, text *owner, FlGrant *g)
+{
+	Datum values[6];
+
+	values[0] = PointerGetDatum(resource);
+	values[1] = Int64GetDatum(g->fence);
+	values[2] = TimestampTzGetDatum(g->granted_at);
+	values[3] = CharGetDatum(g->how);
+	if (g->how == 't' || g->how == 'e')
+		fl_run(&history_close, values, NULL, false);
+
+	values[2] = PointerGetDatum(owner);
+	values[4] = TimestampTzGetDatum(g->granted_at);
+	values[5] = TimestampTzGetDatum(g->expires_at);
+	fl_run(&history_insert, values, NULL, false);
+
+	/* Keep the table bounded without a scheduler: one grant in 256 prunes. */
+	if ((pg_prng_uint32(&pg_global_prng_state) & 255) == 0)
+		fl_history_prune(g->granted_at);
+}
+
+void
+fl_history_update(text *resource, int64 fence, TimestampTz now, TimestampTz expires, char end_how)
+{
+	Datum values[4];
+
+	values[0] = PointerGetDatum(resource);
+	values[1] = Int64GetDatum(fence);
+	values[2] = TimestampTzGetDatum(now);
+	values[3] = TimestampTzGetDatum(expires);
+	fl_run(end_how == 'r' ? &history_release : &history_renew, values, NULL, false);
+}
+
+void
+fl_history_purge(TimestampTz cutoff, TimestampTz now)
+{
+	Datum values[1];
+
+	values[0] = TimestampTzGetDatum(cutoff);
+	fl_run(&history_purged, values, NULL, false);
+	fl_history_prune(now);
+}

@@ -1,0 +1,413 @@
+/*
+ * shmem.c — fencelock's shared memory: counters, per-table rejection counts, and the queue of
+ * backends waiting for a lease.
+ *
+ * The queue has one slot per backend.  A waiting backend takes a ticket; only the oldest ticket
+ * for a resource (the head) tries to acquire, so a release wakes one waiter, in arrival order,
+ * and a waiting newcomer queues behind those already waiting.  A release signals the head's own
+ * condition variable; a head that leaves without the lease signals the next one.
+ */
+#include "postgres.h"
+
+#include "common/hashfn.h"
+#include "fencelock.h"
+#include "funcapi.h"
+#include "miscadmin.h"
+#include "port/atomics.h"
+#include "shmem.h"
+#include "storage/condition_variable.h"
+#include "storage/ipc.h"
+#include "storage/lwlock.h"
+#include "storage/proc.h"
+#include "storage/shmem.h"
+#include "utils/builtins.h"
+#include "utils/hsearch.h"
+#include "utils/timestamp.h"
+#include "utils/wait_event.h"
+
+PG_FUNCTION_INFO_V1(fencelock_stats);
+PG_FUNCTION_INFO_V1(fencelock_stats_reset);
+PG_FUNCTION_INFO_V1(fencelock_table_stats);
+PG_FUNCTION_INFO_V1(fencelock_waiters);
+
+typedef struct FlWaiter
+{
+	uint64 key; /* resource hash; 0 when the slot is free */
+	uint64 ticket;
+	ConditionVariable cv;
+} FlWaiter;
+
+typedef struct FlTableKey
+{
+	Oid dbid;
+	Oid relid; /* InvalidOid: tables beyond fencelock.max_tables */
+} FlTableKey;
+
+typedef struct FlTableEntry
+{
+	FlTableKey key;
+	pg_atomic_uint64 stale;
+	pg_atomic_uint64 unfenced;
+} FlTableEntry;
+
+typedef struct FlShared
+{
+	LWLock *lock; /* guards the queue and the table hash's shape */
+	uint64 next_ticket;
+	pg_atomic_uint32 nwaiting; /* slots in use: lets release skip the queue when 0 */
+	TimestampTz stats_reset;
+	pg_atomic_uint64 counters[FL_NUM_COUNTERS];
+	int nslots;
+	FlWaiter slots[FLEXIBLE_ARRAY_MEMBER];
+} FlShared;
+
+static FlShared *fl_shared = NULL;
+static HTAB *fl_tables = NULL;
+static shmem_request_hook_type prev_shmem_request_hook = NULL;
+static shmem_startup_hook_type prev_shmem_startup_hook = NULL;
+static FlWaiter *my_slot = NULL;
+static bool exit_cb_registered = false;
+
+static int
+fl_nslots(void)
+{
+	return MaxBackends + NUM_AUXILIARY_PROCS;
+}
+
+static Size
+fl_shmem_size(void)
+{
+	return add_size(offsetof(FlShared, slots), mul_size(fl_nslots(), sizeof(FlWaiter)));
+}
+
+static void
+fl_shmem_request(void)
+{
+	if (prev_shmem_request_hook)
+		prev_shmem_request_hook();
+	RequestAddinShmemSpace(fl_shmem_size());
+	RequestAddinShmemSpace(hash_estimate_size(fencelock_max_tables + 1, sizeof(FlTableEntry)));
+	RequestNamedLWLockTranche("fencelock", 1);
+}
+
+static void
+fl_shmem_startup(void)
+{
+	bool found;
+	HASHCTL info;
+
+	if (prev_shmem_startup_hook)
+		prev_shmem_startup_hook();
+
+	LWLockAcquire(AddinShmemInitLock, LW_EXCLUSIVE);
+	fl_shared = ShmemInitStruct("fencelock", fl_shmem_size(), &found);
+	if (!found)
+	{
+		fl_shared->lock = &(GetNamedLWLockTranche("fencelock"))->lock;
+		fl_shared->next_ticket = 1;
+		pg_atomic_init_u32(&fl_shared->nwaiting, 0);
+		fl_shared->stats_reset = GetCurrentTimestamp();
+		for (int i = 0; i < FL_NUM_COUNTERS; i++)
+			pg_atomic_init_u64(&fl_shared->counters[i], 0);
+		fl_shared->nslots = fl_nslots();
+		for (int i = 0; i < fl_shared->nslots; i++)
+		{
+			fl_shared->slots[i].key = 0;
+			fl_shared->slots[i].ticket = 0;
+			ConditionVariableInit(&fl_shared->slots[i].cv);
+		}
+	}
+	info.keysize = sizeof(FlTableKey);
+	info.entrysize = sizeof(FlTableEntry);
+	fl_tables =
+		ShmemInitHash("fencelock tables", fencelock_max_tables + 1, fencelock_max_tables + 1, &info,
+					  HASH_ELEM | HASH_BLOBS | HASH_FIXED_SIZE);
+	LWLockRelease(AddinShmemInitLock);
+}
+
+/* Called from _PG_init while shared_preload_libraries is being processed. */
+void
+fl_shmem_init(void)
+{
+	prev_shmem_request_hook = shmem_request_hook;
+	shmem_request_hook = fl_shmem_request;
+	prev_shmem_startup_hook = shmem_startup_hook;
+	shmem_startup_hook = fl_shmem_startup;
+}
+
+bool
+fl_shmem_ready(void)
+{
+	return fl_shared != NULL;
+}
+
+static void
+fl_require_shmem(const char *what)
+{
+	if (fl_shared == NULL)
+		ereport(ERROR,
+				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+				 errmsg("%s needs fencelock to be loaded via shared_preload_libraries", what),
+				 errhint("Add 'fencelock' to shared_preload_libraries in postgresql.conf and "
+						 "restart the server.")));
+}
+
+void
+fl_count(FlCounter counter, uint64 n)
+{
+	if (fl_shared != NULL)
+		pg_atomic_fetch_add_u64(&fl_shared->counters[counter], n);
+}
+
+void
+fl_count_table(Oid relid, bool stale)
+{
+	FlTableKey key;
+	FlTableEntry *entry;
+	bool found;
+
+	if (fl_shared == NULL)
+		return;
+	fl_count(stale ? FL_STALE_REJECTED : FL_UNFENCED_REJECTED, 1);
+	memset(&key, 0, sizeof(key));
+	key.dbid = MyDatabaseId;
+	key.relid = relid;
+	/* Increments happen under the shared lock: stats_reset removes entries under the exclusive one.
+	 */
+	LWLockAcquire(fl_shared->lock, LW_SHARED);
+	entry = hash_search(fl_tables, &key, HASH_FIND, NULL);
+	if (entry == NULL)
+	{
+		LWLockRelease(fl_shared->lock);
+		LWLockAcquire(fl_shared->lock, LW_EXCLUSIVE);
+		if (hash_get_num_entries(fl_tables) >= fencelock_max_tables)
+			key.relid = InvalidOid; /* the overflow bucket */
+		entry = hash_search(fl_tables, &key, HASH_ENTER_NULL, &found);
+		if (entry != NULL && !found)
+		{
+			pg_atomic_init_u64(&entry->stale, 0);
+			pg_atomic_init_u64(&entry->unfenced, 0);
+		}
+	}
+	if (entry != NULL)
+		pg_atomic_fetch_add_u64(stale ? &entry->stale : &entry->unfenced, 1);
+	LWLockRelease(fl_shared->lock);
+}
+
+uint64
+fl_resource_key(text *resource)
+{
+	uint64 h = hash_bytes_extended((const unsigned char *) VARDATA_ANY(resource),
+								   VARSIZE_ANY_EXHDR(resource), 0);
+
+	return h == 0 ? 1 : h;
+}
+
+/* Waiters queued for a resource; 0 without shared memory. */
+int
+fl_queue_length(uint64 key)
+{
+	int n = 0;
+
+	if (fl_shared == NULL || pg_atomic_read_u32(&fl_shared->nwaiting) == 0)
+		return 0;
+	LWLockAcquire(fl_shared->lock, LW_SHARED);
+	for (int i = 0; i < fl_shared->nslots; i++)
+		if (fl_shared->slots[i].key == key)
+			n++;
+	LWLockRelease(fl_shared->lock);
+	return n;
+}
+
+static void
+fl_queue_exit_cb(int code, Datum arg)
+{
+	if (my_slot != NULL && my_slot->key != 0)
+		fl_queue_leave(true);
+}
+
+void
+fl_queue_enter(uint64 key)
+{
+	if (fl_shared == NULL)
+		return;
+	if (!exit_cb_registered)
+	{
+		before_shmem_exit(fl_queue_exit_cb, (Datum) 0);
+		exit_cb_registered = true;
+	}
+	my_slot = &fl_shared->slots[FL_MY_PROCNO];
+	LWLockAcquire(fl_shared->lock, LW_EXCLUSIVE);
+	my_slot->key = key;
+	my_slot->ticket = fl_shared->next_ticket++;
+	pg_atomic_fetch_add_u32(&fl_shared->nwaiting, 1);
+	LWLockRelease(fl_shared->lock);
+}
+
+/* The waiting slot with the lowest ticket for key, or NULL; caller holds the lock. */
+static FlWaiter *
+fl_queue_head(uint64 key)
+{
+	FlWaiter *head = NULL;
+
+	for (int i = 0; i < fl_shared->nslots; i++)
+	{
+		FlWaiter *w = &fl_shared->slots[i];
+
+		if (w->key == key && (head == NULL || w->ticket < head->ticket))
+			head = w;
+	}
+	return head;
+}
+
+/* Without shared memory every waiter is its own head: it polls. */
+bool
+fl_queue_is_head(void)
+{
+	bool head;
+
+	if (fl_shared == NULL || my_slot == NULL)
+		return true;
+	LWLockAcquire(fl_shared->lock, LW_SHARED);
+	head = fl_queue_head(my_slot->key) == my_slot;
+	LWLockRelease(fl_shared->lock);
+	return head;
+}
+
+/* Join the wake-up list before checking whether to sleep, so that no signal is lost. */
+void
+fl_queue_prepare(void)
+{
+	if (fl_shared != NULL && my_slot != NULL)
+		ConditionVariablePrepareToSleep(&my_slot->cv);
+}
+
+/*
+ * Sleep until signalled (since fl_queue_prepare) or the timeout; query cancel and
+ * statement_timeout interrupt it.
+ */
+void
+fl_queue_sleep(long timeout_ms)
+{
+	if (timeout_ms < 1)
+		timeout_ms = 1;
+	if (fl_shared == NULL || my_slot == NULL)
+	{
+		(void) WaitLatch(MyLatch, WL_LATCH_SET | WL_TIMEOUT | WL_EXIT_ON_PM_DEATH, timeout_ms,
+						 PG_WAIT_EXTENSION);
+		ResetLatch(MyLatch);
+		CHECK_FOR_INTERRUPTS();
+		return;
+	}
+	(void) ConditionVariableTimedSleep(&my_slot->cv, timeout_ms, PG_WAIT_EXTENSION);
+}
+
+/* Leave the queue; when we leave without the lease, the next waiter gets its turn to try. */
+void
+fl_queue_leave(bool wake_next)
+{
+	uint64 key;
+
+	if (fl_shared == NULL || my_slot == NULL || my_slot->key == 0)
+		return;
+	ConditionVariableCancelSleep();
+	LWLockAcquire(fl_shared->lock, LW_EXCLUSIVE);
+	key = my_slot->key;
+	my_slot->key = 0;
+	my_slot->ticket = 0;
+	pg_atomic_fetch_sub_u32(&fl_shared->nwaiting, 1);
+	LWLockRelease(fl_shared->lock);
+	if (wake_next)
+		fl_queue_wake(key);
+}
+
+/* Wake the head waiter for a resource, if any: a release made its turn. */
+void
+fl_queue_wake(uint64 key)
+{
+	FlWaiter *head;
+
+	if (fl_shared == NULL || pg_atomic_read_u32(&fl_shared->nwaiting) == 0)
+		return;
+	LWLockAcquire(fl_shared->lock, LW_SHARED);
+	head = fl_queue_head(key);
+	LWLockRelease(fl_shared->lock);
+	if (head != NULL)
+		ConditionVariableSignal(&head->cv);
+}
+
+/* SQL: fencelock.stats view */
+Datum
+fencelock_stats(PG_FUNCTION_ARGS)
+{
+	TupleDesc tupdesc;
+	Datum values[FL_NUM_COUNTERS + 1];
+	bool nulls[FL_NUM_COUNTERS + 1] = {0};
+
+	fl_require_shmem("fencelock.stats");
+	if (get_call_result_type(fcinfo, NULL, &tupdesc) != TYPEFUNC_COMPOSITE)
+		elog(ERROR, "return type must be a row type");
+	for (int i = 0; i < FL_NUM_COUNTERS; i++)
+		values[i] = Int64GetDatum((int64) pg_atomic_read_u64(&fl_shared->counters[i]));
+	/* wait time is reported as an interval-friendly double of milliseconds */
+	values[FL_WAIT_US] =
+		Float8GetDatum(pg_atomic_read_u64(&fl_shared->counters[FL_WAIT_US]) / 1000.0);
+	values[FL_NUM_COUNTERS] = TimestampTzGetDatum(fl_shared->stats_reset);
+	PG_RETURN_DATUM(HeapTupleGetDatum(heap_form_tuple(tupdesc, values, nulls)));
+}
+
+Datum
+fencelock_stats_reset(PG_FUNCTION_ARGS)
+{
+	HASH_SEQ_STATUS status;
+	FlTableEntry *entry;
+
+	fl_require_shmem("fencelock.stats_reset()");
+	LWLockAcquire(fl_shared->lock, LW_EXCLUSIVE);
+	for (int i = 0; i < FL_NUM_COUNTERS; i++)
+		pg_atomic_write_u64(&fl_shared->counters[i], 0);
+	hash_seq_init(&status, fl_tables);
+	while ((entry = hash_seq_search(&status)) != NULL)
+		hash_search(fl_tables, &entry->key, HASH_REMOVE, NULL);
+	fl_shared->stats_reset = GetCurrentTimestamp();
+	LWLockRelease(fl_shared->lock);
+	PG_RETURN_VOID();
+}
+
+/* SQL: per-table rejections in the current database */
+Datum
+fencelock_table_stats(PG_FUNCTION_ARGS)
+{
+	ReturnSetInfo *rsinfo = (ReturnSetInfo *) fcinfo->resultinfo;
+	HASH_SEQ_STATUS status;
+	FlTableEntry *entry;
+
+	fl_require_shmem("fencelock.table_stats");
+	InitMaterializedSRF(fcinfo, 0);
+	LWLockAcquire(fl_shared->lock, LW_SHARED);
+	hash_seq_init(&status, fl_tables);
+	while ((entry = hash_seq_search(&status)) != NULL)
+	{
+		Datum values[3];
+		bool nulls[3] = {0};
+
+		if (entry->key.dbid != MyDatabaseId)
+			continue;
+		values[0] = ObjectIdGetDatum(entry->key.relid);
+		nulls[0] = !OidIsValid(entry->key.relid);
+		values[1] = Int64GetDatum((int64) pg_atomic_read_u64(&entry->stale));
+		values[2] = Int64GetDatum((int64) pg_atomic_read_u64(&entry->unfenced));
+		tuplestore_putvalues(rsinfo->setResult, rsinfo->setDesc, values, nulls);
+	}
+	LWLockRelease(fl_shared->lock);
+	return (Datum) 0;
+}
+
+/* SQL: waiters queued for a resource; NULL without shared memory. */
+Datum
+fencelock_waiters(PG_FUNCTION_ARGS)
+{
+	if (fl_shared == NULL || PG_ARGISNULL(0))
+		PG_RETURN_NULL();
+	PG_RETURN_INT32(fl_queue_length(fl_resource_key(PG_GETARG_TEXT_PP(0))));
+}
