@@ -110,14 +110,3 @@ fl_get_int64(uint64 row, int col, bool *isnull)
 
 	return *isnull ? 0 : DatumGetInt64(d);
 }
-
-Oid
-fl_relid(const char *relname)
-{
-	Oid nspid = get_namespace_oid(FL_SCHEMA, false);
-	Oid relid = get_relname_relid(relname, nspid);
-
-	if (!OidIsValid(relid))
-		elog(ERROR, "relation %s.%s does not exist", FL_SCHEMA, relname);
-	return relid;
-}

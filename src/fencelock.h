@@ -60,7 +60,6 @@ extern void fl_end(FlSession *session);
 extern uint64 fl_run(FlStmt *stmt, Datum *values, const char *nulls, bool read_only);
 extern uint64 fl_run_latest(FlStmt *stmt, Datum *values, const char *nulls);
 extern int64 fl_get_int64(uint64 row, int col, bool *isnull);
-extern Oid fl_relid(const char *relname);
 
 /* lease.c: argument checks shared by the lease functions */
 extern text *fl_arg_resource(FunctionCallInfo fcinfo, int argno);

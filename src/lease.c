@@ -14,7 +14,6 @@
 #include "fencelock.h"
 #include "shmem.h"
 #include "miscadmin.h"
-#include "storage/lmgr.h"
 #include "utils/builtins.h"
 #include "utils/timestamp.h"
 
@@ -93,6 +92,12 @@ static FlStmt holder_expiry = {"SELECT l.expires_at FROM fencelock.lease AS l "
 							   {TEXTOID}};
 
 static FlStmt floor_select = {"SELECT f.floor FROM fencelock.fence_floor AS f", 0, {InvalidOid}};
+
+/* $1 resource, $2 fence: lifts a just-inserted row above the purge floor */
+static FlStmt fence_raise = {
+	"UPDATE fencelock.lease AS l SET fence = $2 WHERE l.resource OPERATOR(pg_catalog.=) $1",
+	2,
+	{TEXTOID, INT8OID}};
 
 /* $1 resource, $2 owner, $3 now, $4 new deadline */
 static FlStmt renew_update = {"UPDATE fencelock.lease AS l SET expires_at = $4 "
@@ -233,24 +238,27 @@ fl_timeline_base(void)
 }
 
 /*
- * The fence for a resource that has no row: above the purge floor and the timeline base.  The
- * floor is read after a lock that purge takes exclusively, with a snapshot taken after that lock,
- * so a purge that has just removed this resource's row is always seen.
+ * A row this transaction has just inserted must still carry a fence above the purge floor.  The
+ * floor is read with a snapshot taken now: the insert succeeded, so a purge that removed an
+ * earlier row for this resource has committed, and with it the floor it raised.  No lock is
+ * needed, and a busy resource never gets here.
  */
 static int64
-fl_new_row_fence(int64 base)
+fl_above_floor(Datum resource, int64 fence)
 {
-	int64 floor = 0;
+	Datum values[2];
+	int64 floor;
 	bool isnull;
 
-	LockRelationOid(fl_relid("fence_floor"), AccessShareLock);
-	if (fl_run_latest(&floor_select, NULL, NULL) == 1)
-	{
-		floor = fl_get_int64(0, 1, &isnull);
-		if (isnull)
-			floor = 0;
-	}
-	return Max(floor, base) + 1;
+	if (fl_run_latest(&floor_select, NULL, NULL) != 1)
+		return fence;
+	floor = fl_get_int64(0, 1, &isnull);
+	if (isnull || floor < fence)
+		return fence;
+	values[0] = resource;
+	values[1] = Int64GetDatum(floor + 1);
+	fl_run(&fence_raise, values, NULL, false);
+	return floor + 1;
 }
 
 /*
@@ -265,6 +273,7 @@ fl_try_acquire(text *resource, text *owner, int64 ttl, int api, bool want_expiry
 	Datum values[7];
 	FlSession session;
 	bool isnull;
+	bool inserted = false;
 
 	memset(g, 0, sizeof(*g));
 	values[0] = PointerGetDatum(resource);
@@ -281,9 +290,10 @@ fl_try_acquire(text *resource, text *owner, int64 ttl, int api, bool want_expiry
 	else
 	{
 		/* No grantable row: either none exists yet, or another owner holds the lease. */
-		values[4] = Int64GetDatum(fl_new_row_fence(base));
+		values[4] = Int64GetDatum(base + 1);
 		g->granted =
 			fl_run(api >= 2 ? &acquire_insert_v2 : &acquire_insert, values, NULL, false) == 1;
+		inserted = g->granted;
 	}
 	if (g->granted)
 	{
@@ -296,6 +306,8 @@ fl_try_acquire(text *resource, text *owner, int64 ttl, int api, bool want_expiry
 							 : true;
 		g->granted_at = now;
 		g->expires_at = now + ttl;
+		if (inserted)
+			g->fence = fl_above_floor(values[0], g->fence);
 		if (api >= 2 && g->is_new && fencelock_history)
 			fl_history_grant(resource, owner, g);
 	}
@@ -533,8 +545,6 @@ fl_purge_sql(FunctionCallInfo fcinfo, int api)
 	values[0] = TimestampTzGetDatum(cutoff);
 
 	fl_begin(&session);
-	/* Orders this purge against grants that are about to create rows (fl_new_row_fence). */
-	LockRelationOid(fl_relid("fence_floor"), AccessExclusiveLock);
 	if (api >= 2)
 		fl_history_purge(cutoff, now);
 	fl_run(&purge_delete, values, NULL, false);
