@@ -54,7 +54,8 @@ suite tap '\.\. ok$' '\.\. (Dubious|Failed)|^t.*\.pl \(Wstat' REGRESS= ISOLATION
 if [ -f test/chaos/run-short.sh ]; then
 	echo "== chaos (short run)"
 	if fl_as_pg bash -c "cd '$work/tree' && make -s PG_CONFIG='$PG_BIN/pg_config' chaos >/dev/null &&
-		bash test/chaos/run-short.sh" >"$work/chaos.log" 2>&1; then
+		createdb chaos && psql -X -q -d chaos -c 'CREATE EXTENSION fencelock' &&
+		PGDATABASE=chaos bash test/chaos/run-short.sh" >"$work/chaos.log" 2>&1; then
 		passed=$((passed + 1))
 	else
 		failed=$((failed + 1))

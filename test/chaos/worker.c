@@ -1,0 +1,401 @@
+/*
+ * worker.c — one chaos worker: acquire, maybe get frozen, write with the fence, release.
+ *
+ * Every grant, acknowledged write and release goes to the worker's log (one line each, written
+ * through before the next step), so the parent can audit what the database kept against what
+ * the worker was told:
+ *   G resource fence owner pre post ttl_ms      acquire() granted FENCE between PRE and POST
+ *   A resource fence owner seq                  COMMIT of write SEQ succeeded
+ *   R resource fence owner t|f pre post         release() answered t or f between PRE and POST
+ *   S counters...                               the WorkerStats, once, at exit
+ * PRE and POST are the server's clock_timestamp() just before and just after the call.
+ */
+#include "chaos.h"
+
+#include <errno.h>
+#include <signal.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+#ifdef __linux__
+#include <sys/prctl.h>
+#endif
+
+#define TS_LEN             64
+#define MAX_PRINTED_ERRORS 5
+
+/* The target list is evaluated left to right, so the two clock readings bracket the call. */
+static const char SQL_ACQUIRE[] =
+	"SELECT pg_catalog.clock_timestamp(), fencelock.acquire($1, $2, $3::pg_catalog.interval), "
+	"pg_catalog.clock_timestamp()";
+static const char SQL_RELEASE[] = "SELECT pg_catalog.clock_timestamp(), fencelock.release($1, $2), "
+								  "pg_catalog.clock_timestamp()";
+static const char SQL_UPDATE[] =
+	"UPDATE chaos_account SET last_fence = $1, counter = counter + 1, last_owner = $2 "
+	"WHERE resource = $3";
+static const char SQL_HISTORY[] =
+	"INSERT INTO chaos_history (resource, owner, fence, seq) VALUES ($1, $2, $3, $4)";
+
+typedef enum WriteOutcome
+{
+	WRITE_ACCEPTED,
+	WRITE_STALE,
+	WRITE_FAILED
+} WriteOutcome;
+
+typedef struct Worker
+{
+	const ChaosOptions *opt;
+	int id;
+	char owner[CHAOS_NAME_LEN];
+	char ttl_text[32];
+	PGconn *conn;
+	FILE *log;
+	uint64_t rng;
+	int to_parent;
+	int from_parent;
+	long seq;
+	int errors_printed;
+	WorkerStats st;
+} Worker;
+
+static volatile sig_atomic_t stop_requested = 0;
+
+static void
+on_sigterm(int signo)
+{
+	(void) signo;
+	stop_requested = 1;
+}
+
+static void worker_exit(Worker *w, int code) __attribute__((noreturn));
+
+static void
+worker_exit(Worker *w, int code)
+{
+	const WorkerStats *s = &w->st;
+
+	if (w->log)
+	{
+		fprintf(w->log, "S\t%ld\t%ld\t%ld\t%ld\t%ld\t%ld\t%ld\t%ld\t%ld\t%ld\t%ld\t%ld\n",
+				s->attempts, s->busy, s->grants, s->frozen, s->frozen_past_lease, s->late_writes,
+				s->late_accepted, s->stale, s->accepted, s->releases, s->overruns, s->errors);
+		fclose(w->log);
+	}
+	if (w->conn)
+		PQfinish(w->conn);
+	_exit(code);
+}
+
+/* Count and (the first few times) print an unexpected failure; reconnect if the link broke. */
+static void
+worker_error(Worker *w, const char *what, const PGresult *res)
+{
+	const char *msg =
+		(res && PQresultErrorMessage(res)[0]) ? PQresultErrorMessage(res) : PQerrorMessage(w->conn);
+
+	w->st.errors++;
+	if (w->errors_printed++ < MAX_PRINTED_ERRORS)
+		chaos_warn("%s: %s: %s", w->owner, what, msg);
+	if (PQstatus(w->conn) == CONNECTION_BAD)
+	{
+		PQreset(w->conn);
+		if (PQstatus(w->conn) != CONNECTION_OK)
+		{
+			chaos_warn("%s: connection lost: %s", w->owner, PQerrorMessage(w->conn));
+			worker_exit(w, 3);
+		}
+	}
+}
+
+/*
+ * Returns the fence, 0 when another owner holds a live lease, -1 on error.  PRE and POST receive
+ * the server's clock around the call.
+ */
+static int64_t
+acquire(Worker *w, const char *resource, char *pre, char *post)
+{
+	const char *params[3];
+	PGresult *res;
+	int64_t fence;
+
+	params[0] = resource;
+	params[1] = w->owner;
+	params[2] = w->ttl_text;
+	res = PQexecParams(w->conn, SQL_ACQUIRE, 3, NULL, params, NULL, NULL, 0);
+	if (PQresultStatus(res) != PGRES_TUPLES_OK || PQntuples(res) != 1)
+	{
+		worker_error(w, "acquire", res);
+		PQclear(res);
+		return -1;
+	}
+	if (PQgetisnull(res, 0, 1))
+		fence = 0;
+	else
+	{
+		fence = strtoll(PQgetvalue(res, 0, 1), NULL, 10);
+		if (fence <= 0)
+		{
+			worker_error(w, "acquire returned a fence below 1", res);
+			fence = -1;
+		}
+	}
+	snprintf(pre, TS_LEN, "%s", PQgetvalue(res, 0, 0));
+	snprintf(post, TS_LEN, "%s", PQgetvalue(res, 0, 2));
+	PQclear(res);
+	return fence;
+}
+
+/* Tell the parent we are about to write and wait for its answer; it may freeze us first. */
+static bool
+handshake(Worker *w)
+{
+	ChaosMsg msg;
+	char reply;
+	ssize_t n;
+
+	msg.worker = w->id;
+	msg.kind = MSG_ABOUT_TO_WRITE;
+	if (write(w->to_parent, &msg, sizeof(msg)) != (ssize_t) sizeof(msg))
+		worker_exit(w, 4); /* parent gone */
+	do
+		n = read(w->from_parent, &reply, 1);
+	while (n < 0 && errno == EINTR);
+	if (n != 1)
+		worker_exit(w, 4);
+	return reply == REPLY_FROZEN;
+}
+
+static void
+rollback(Worker *w)
+{
+	PQclear(PQexec(w->conn, "ROLLBACK"));
+}
+
+/* Run one statement of the write transaction; false (after ROLLBACK) if it failed. */
+static bool
+write_step(Worker *w, const char *sql, int nparams, const char *const *params, const char *what,
+		   WriteOutcome *outcome)
+{
+	PGresult *res = PQexecParams(w->conn, sql, nparams, NULL, params, NULL, NULL, 0);
+
+	if (PQresultStatus(res) != PGRES_COMMAND_OK)
+	{
+		if (strcmp(result_sqlstate(res), SQLSTATE_STALE_FENCE) == 0)
+			*outcome = WRITE_STALE;
+		else
+		{
+			worker_error(w, what, res);
+			*outcome = WRITE_FAILED;
+		}
+		PQclear(res);
+		rollback(w);
+		return false;
+	}
+	if (sql == SQL_UPDATE && strcmp(PQcmdTuples(res), "1") != 0)
+	{
+		w->st.errors++;
+		chaos_warn("%s: business row for %s is missing", w->owner, params[2]);
+		*outcome = WRITE_FAILED;
+		PQclear(res);
+		rollback(w);
+		return false;
+	}
+	PQclear(res);
+	return true;
+}
+
+/* BEGIN; fenced UPDATE of the business row; INSERT into history; COMMIT. */
+static WriteOutcome
+write_fenced(Worker *w, const char *resource, int64_t fence)
+{
+	char fence_text[24];
+	char seq_text[24];
+	const char *upd[3];
+	const char *hist[4];
+	WriteOutcome outcome = WRITE_FAILED;
+	PGresult *res;
+
+	w->seq++;
+	snprintf(fence_text, sizeof(fence_text), "%lld", (long long) fence);
+	snprintf(seq_text, sizeof(seq_text), "%ld", w->seq);
+	upd[0] = fence_text;
+	upd[1] = w->owner;
+	upd[2] = resource;
+	hist[0] = resource;
+	hist[1] = w->owner;
+	hist[2] = fence_text;
+	hist[3] = seq_text;
+
+	if (!write_step(w, "BEGIN", 0, NULL, "BEGIN", &outcome) ||
+		!write_step(w, SQL_UPDATE, 3, upd, "fenced UPDATE", &outcome) ||
+		!write_step(w, SQL_HISTORY, 4, hist, "history INSERT", &outcome))
+		return outcome;
+
+	res = PQexec(w->conn, "COMMIT");
+	if (PQresultStatus(res) != PGRES_COMMAND_OK || strcmp(PQcmdStatus(res), "COMMIT") != 0)
+	{
+		if (strcmp(result_sqlstate(res), SQLSTATE_STALE_FENCE) == 0)
+			outcome = WRITE_STALE;
+		else
+			worker_error(w, "COMMIT", res);
+		PQclear(res);
+		return outcome;
+	}
+	PQclear(res);
+	/* Acknowledged: the database must keep this write. */
+	fprintf(w->log, "A\t%s\t%lld\t%s\t%ld\n", resource, (long long) fence, w->owner, w->seq);
+	return WRITE_ACCEPTED;
+}
+
+static void
+release(Worker *w, const char *resource, int64_t fence)
+{
+	const char *params[2];
+	PGresult *res;
+	bool released;
+
+	params[0] = resource;
+	params[1] = w->owner;
+	res = PQexecParams(w->conn, SQL_RELEASE, 2, NULL, params, NULL, NULL, 0);
+	if (PQresultStatus(res) != PGRES_TUPLES_OK || PQntuples(res) != 1 || PQgetisnull(res, 0, 1))
+	{
+		worker_error(w, "release", res);
+		PQclear(res);
+		return;
+	}
+	released = PQgetvalue(res, 0, 1)[0] == 't';
+	w->st.releases++;
+	if (!released)
+		w->st.overruns++;
+	fprintf(w->log, "R\t%s\t%lld\t%s\t%c\t%s\t%s\n", resource, (long long) fence, w->owner,
+			released ? 't' : 'f', PQgetvalue(res, 0, 0), PQgetvalue(res, 0, 2));
+	PQclear(res);
+}
+
+/* One round: acquire a random resource; if granted, write under the fence and release. */
+static void
+one_round(Worker *w)
+{
+	const ChaosOptions *opt = w->opt;
+	int64_t ttl_us = (int64_t) opt->ttl_ms * 1000;
+	char resource[CHAOS_NAME_LEN];
+	char pre[TS_LEN];
+	char post[TS_LEN];
+	int64_t fence;
+	int64_t granted_at;
+	bool frozen;
+	bool late;
+	WriteOutcome outcome;
+
+	resource_name(resource, sizeof(resource), (int) rng_range(&w->rng, 0, opt->resources - 1));
+	w->st.attempts++;
+	fence = acquire(w, resource, pre, post);
+	if (fence < 0)
+	{
+		sleep_us(10000);
+		return;
+	}
+	if (fence == 0)
+	{
+		/* Busy: back off briefly, up to a tenth of the TTL. */
+		w->st.busy++;
+		sleep_us(rng_range(&w->rng, 1000, ttl_us / 10 > 2000 ? ttl_us / 10 : 2000));
+		return;
+	}
+	/* Local time after the answer: the server granted the lease no later than this. */
+	granted_at = now_us();
+	w->st.grants++;
+	fprintf(w->log, "G\t%s\t%lld\t%s\t%s\t%s\t%d\n", resource, (long long) fence, w->owner, pre,
+			post, opt->ttl_ms);
+
+	/* Some work under the lease, then ask the parent; it may freeze us past the lease. */
+	sleep_us(rng_range(&w->rng, 0, ttl_us / 30));
+	frozen = handshake(w);
+	late = now_us() - granted_at > ttl_us;
+	if (frozen)
+	{
+		w->st.frozen++;
+		if (late)
+			w->st.frozen_past_lease++;
+	}
+
+	outcome = write_fenced(w, resource, fence);
+	if (outcome == WRITE_ACCEPTED)
+		w->st.accepted++;
+	else if (outcome == WRITE_STALE)
+		w->st.stale++;
+	if (late)
+	{
+		w->st.late_writes++;
+		if (outcome == WRITE_ACCEPTED)
+			w->st.late_accepted++;
+	}
+	release(w, resource, fence);
+}
+
+static void
+worker_signals(void)
+{
+	struct sigaction sa;
+
+	memset(&sa, 0, sizeof(sa));
+	sa.sa_handler = on_sigterm;
+	sa.sa_flags = SA_RESTART;
+	sigemptyset(&sa.sa_mask);
+	sigaction(SIGTERM, &sa, NULL);
+	signal(SIGINT, SIG_IGN); /* the parent decides when a run ends */
+	signal(SIGPIPE, SIG_IGN);
+#ifdef __linux__
+	prctl(PR_SET_PDEATHSIG, SIGKILL);
+#endif
+}
+
+void
+worker_main(const ChaosOptions *opt, int id, int to_parent, int from_parent, int64_t deadline)
+{
+	Worker w;
+	char path[512];
+	char appname[64];
+	char timeout[32];
+	const char *params[1];
+	PGresult *res;
+	uint64_t seed_state;
+
+	memset(&w, 0, sizeof(w));
+	w.opt = opt;
+	w.id = id;
+	w.to_parent = to_parent;
+	w.from_parent = from_parent;
+	owner_name(w.owner, sizeof(w.owner), id);
+	snprintf(w.ttl_text, sizeof(w.ttl_text), "%d milliseconds", opt->ttl_ms);
+	seed_state = opt->seed ^ (UINT64_C(0x5851F42D4C957F2D) * (uint64_t) (id + 1));
+	w.rng = rng_next(&seed_state);
+	worker_signals();
+
+	snprintf(path, sizeof(path), "%s/w%d.log", opt->logdir, id);
+	w.log = fopen(path, "w");
+	if (w.log == NULL)
+	{
+		chaos_warn("%s: cannot open %s: %s", w.owner, path, strerror(errno));
+		_exit(2);
+	}
+	setvbuf(w.log, NULL, _IOLBF, 0); /* every line reaches the kernel before the next step */
+
+	snprintf(appname, sizeof(appname), "fencelock-chaos-%s", w.owner);
+	w.conn = chaos_connect(opt->conninfo, appname);
+	if (w.conn == NULL)
+		worker_exit(&w, 3);
+	/* A safety net only: waits on a frozen worker's row lock last a few TTLs at most. */
+	snprintf(timeout, sizeof(timeout), "%d", opt->ttl_ms * 20 > 30000 ? opt->ttl_ms * 20 : 30000);
+	params[0] = timeout;
+	res = PQexecParams(w.conn, "SELECT pg_catalog.set_config('statement_timeout', $1, false)", 1,
+					   NULL, params, NULL, NULL, 0);
+	if (PQresultStatus(res) != PGRES_TUPLES_OK)
+		worker_error(&w, "set statement_timeout", res);
+	PQclear(res);
+
+	while (!stop_requested && now_us() < deadline)
+		one_round(&w);
+	worker_exit(&w, 0);
+}
