@@ -294,6 +294,19 @@ fl_try_acquire(text *resource, text *owner, int64 ttl, int api, bool want_expiry
 		g->granted =
 			fl_run(api >= 2 ? &acquire_insert_v2 : &acquire_insert, values, NULL, false) == 1;
 		inserted = g->granted;
+
+		/*
+		 * The insert met an existing row.  Usually that is another owner's live lease, which the
+		 * update saw; but it may be a first grant that committed while this insert waited for
+		 * it, which the update could not see.  That one may be this same owner's (a retry after
+		 * a lost response, on another connection), so look once more.
+		 */
+		if (!g->granted)
+		{
+			values[4] = Int64GetDatum(base);
+			g->granted =
+				fl_run(api >= 2 ? &acquire_update_v2 : &acquire_update, values, NULL, false) == 1;
+		}
 	}
 	if (g->granted)
 	{
