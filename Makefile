@@ -11,7 +11,8 @@ OBJS = \
 	src/trigger.o \
 	src/shmem.o \
 	src/wait.o \
-	src/history.o
+	src/history.o \
+	src/claim.o
 
 DATA = $(wildcard sql/fencelock--*.sql)
 

@@ -3,6 +3,70 @@
 
 -- == task-table claiming ==
 
+-- One row per table enabled with enable_tasks: the column that plays each part of the task-table
+-- convention (NULL: an optional part the table does not have) and the index claim scans (by name:
+-- pg_dump restores this table's rows before it builds indexes).  Written only by enable_tasks, read
+-- by claim and the helpers; no privileges for anyone else.
+CREATE TABLE fencelock.task_tables (
+    tbl              pg_catalog.regclass PRIMARY KEY,
+    state_col        pg_catalog.name NOT NULL,
+    lease_owner_col  pg_catalog.name NOT NULL,
+    lease_until_col  pg_catalog.name NOT NULL,
+    attempt_col      pg_catalog.name NOT NULL,
+    fence_col        pg_catalog.name NOT NULL,
+    run_after_col    pg_catalog.name,
+    priority_col     pg_catalog.name,
+    max_attempts_col pg_catalog.name,
+    last_error_col   pg_catalog.name,
+    claim_index      pg_catalog.name             -- in the table's schema
+);
+SELECT pg_catalog.pg_extension_config_dump('fencelock.task_tables', '');
+REVOKE ALL ON TABLE fencelock.task_tables FROM PUBLIC;
+
+CREATE FUNCTION fencelock.enable_tasks(tbl pg_catalog.regclass,
+                                       state_col pg_catalog.name DEFAULT 'state',
+                                       lease_owner_col pg_catalog.name DEFAULT 'lease_owner',
+                                       lease_until_col pg_catalog.name DEFAULT 'lease_until',
+                                       attempt_col pg_catalog.name DEFAULT 'attempt',
+                                       fence_col pg_catalog.name DEFAULT 'fence',
+                                       run_after_col pg_catalog.name DEFAULT NULL,
+                                       priority_col pg_catalog.name DEFAULT NULL,
+                                       max_attempts_col pg_catalog.name DEFAULT NULL,
+                                       last_error_col pg_catalog.name DEFAULT NULL)
+RETURNS pg_catalog.void
+AS 'MODULE_PATHNAME', 'fencelock_enable_tasks'
+LANGUAGE C VOLATILE;
+
+-- Not STRICT: the first argument is NULL::table, only its type matters.
+CREATE FUNCTION fencelock.claim(tasks anyelement, worker pg_catalog.text,
+                                ttl pg_catalog.interval DEFAULT '30 seconds',
+                                max_rows pg_catalog.int4 DEFAULT 1)
+RETURNS SETOF anyelement
+AS 'MODULE_PATHNAME', 'fencelock_claim'
+LANGUAGE C VOLATILE ROWS 10;
+
+-- The helpers are ordinary UPDATEs of the caller, checked by the fence trigger; id is the row's
+-- primary key, in any type that converts to the key column's type.
+CREATE FUNCTION fencelock.heartbeat(tbl pg_catalog.regclass, id anycompatible,
+                                    fence pg_catalog.int8,
+                                    ttl pg_catalog.interval DEFAULT '30 seconds')
+RETURNS pg_catalog.bool
+AS 'MODULE_PATHNAME', 'fencelock_heartbeat'
+LANGUAGE C VOLATILE;
+
+CREATE FUNCTION fencelock.complete(tbl pg_catalog.regclass, id anycompatible,
+                                   fence pg_catalog.int8)
+RETURNS pg_catalog.bool
+AS 'MODULE_PATHNAME', 'fencelock_complete'
+LANGUAGE C VOLATILE;
+
+CREATE FUNCTION fencelock.fail(tbl pg_catalog.regclass, id anycompatible, fence pg_catalog.int8,
+                               error pg_catalog.text DEFAULT NULL,
+                               backoff pg_catalog.interval DEFAULT NULL)
+RETURNS pg_catalog.text
+AS 'MODULE_PATHNAME', 'fencelock_fail'
+LANGUAGE C VOLATILE;
+
 -- == waiting, acquire_all, statistics and history ==
 
 -- How each grant came about: n new resource, r after a release, e after the same owner's lease

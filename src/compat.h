@@ -27,4 +27,11 @@
 #define FL_MY_PROCNO (MyProc->pgprocno)
 #endif
 
+/* PostgreSQL 16 replaced the per-catalog ownership checks with object_ownercheck. */
+#if PG_VERSION_NUM >= 160000
+#define FL_CLASS_OWNERCHECK(relid, roleid) object_ownercheck(RelationRelationId, (relid), (roleid))
+#else
+#define FL_CLASS_OWNERCHECK(relid, roleid) pg_class_ownercheck((relid), (roleid))
+#endif
+
 #endif /* FENCELOCK_COMPAT_H */

@@ -1,0 +1,1261 @@
+/*
+ * claim.c — fenced worker queues in users' own task tables.
+ *
+ *   SELECT fencelock.enable_tasks('jobs');
+ *   SELECT * FROM fencelock.claim(NULL::jobs, worker => 'w-1', ttl => '30 s', max_rows => 10);
+ *   SELECT fencelock.heartbeat('jobs', 42, 7, '30 s');
+ *   SELECT fencelock.complete('jobs', 42, 7);
+ *   SELECT fencelock.fail('jobs', 42, 7, 'timeout', '1 min');
+ *
+ * enable_tasks checks a table against the column convention (state, lease_owner, lease_until,
+ * attempt, fence; optional run_after, priority, max_attempts, last_error; a primary key), records
+ * which columns play which part in fencelock.task_tables, and installs the fence trigger and a
+ * partial index over the rows that can still be claimed.
+ *
+ * claim takes ready rows (and running rows whose lease ran out) in one statement with FOR UPDATE
+ * SKIP LOCKED, so concurrent workers never wait for each other and never get the same row; the
+ * same UPDATE sets the lease and raises the row's fence above every fence it had before, so the
+ * fence trigger refuses every later write from an earlier holder.
+ *
+ * Unlike the lease API, these functions run their statements as the caller: users own their task
+ * tables, so a role claims only in tables it may UPDATE.  Only the read of fencelock.task_tables
+ * runs as the extension's owner.  Each table's statements are built once per backend from the
+ * catalog, with every identifier quoted and every value a parameter, and kept in a backend-local
+ * hash keyed by the table's OID until a relcache invalidation of the table (ALTER TABLE, DROP
+ * TRIGGER, enable_tasks again).
+ */
+#include "postgres.h"
+
+#include "access/genam.h"
+#include "access/htup_details.h"
+#include "access/stratnum.h"
+#include "access/table.h"
+#include "access/xact.h"
+#include "catalog/index.h"
+#include "catalog/namespace.h"
+#include "catalog/pg_class.h"
+#include "catalog/pg_index.h"
+#include "catalog/pg_operator.h"
+#include "catalog/pg_trigger.h"
+#include "catalog/pg_type.h"
+#include "commands/defrem.h"
+#include "commands/trigger.h"
+#include "fencelock.h"
+#include "funcapi.h"
+#include "lib/stringinfo.h"
+#include "miscadmin.h"
+#include "nodes/makefuncs.h"
+#include "optimizer/optimizer.h"
+#include "parser/parse_coerce.h"
+#include "parser/parse_func.h"
+#include "utils/acl.h"
+#include "utils/array.h"
+#include "utils/builtins.h"
+#include "utils/hsearch.h"
+#include "utils/inval.h"
+#include "utils/lsyscache.h"
+#include "utils/memutils.h"
+#include "utils/rel.h"
+#include "utils/syscache.h"
+#include "utils/timestamp.h"
+
+PG_FUNCTION_INFO_V1(fencelock_enable_tasks);
+PG_FUNCTION_INFO_V1(fencelock_claim);
+PG_FUNCTION_INFO_V1(fencelock_heartbeat);
+PG_FUNCTION_INFO_V1(fencelock_complete);
+PG_FUNCTION_INFO_V1(fencelock_fail);
+
+#define TASK_TRIGGER_NAME "fencelock_fence"
+
+/* The parts a column plays in the convention, in enable_tasks' argument order. */
+typedef enum TaskCol
+{
+	COL_STATE,
+	COL_LEASE_OWNER,
+	COL_LEASE_UNTIL,
+	COL_ATTEMPT,
+	COL_FENCE,
+	COL_RUN_AFTER,
+	COL_PRIORITY,
+	COL_MAX_ATTEMPTS,
+	COL_LAST_ERROR,
+	NUM_TASK_COLS
+} TaskCol;
+
+typedef enum ColKind
+{
+	KIND_TEXT,
+	KIND_TIMESTAMPTZ,
+	KIND_INTEGER, /* smallint, integer or bigint */
+	KIND_BIGINT
+} ColKind;
+
+typedef struct TaskColSpec
+{
+	const char *name; /* the conventional name; also the part's name in messages */
+	ColKind kind;
+	bool required;
+	const char *ddl; /* the column's type and default in the suggested DDL */
+} TaskColSpec;
+
+static const TaskColSpec task_cols[NUM_TASK_COLS] = {
+	{"state", KIND_TEXT, true, "text NOT NULL DEFAULT 'ready'"},
+	{"lease_owner", KIND_TEXT, true, "text"},
+	{"lease_until", KIND_TIMESTAMPTZ, true, "timestamptz"},
+	{"attempt", KIND_INTEGER, true, "integer NOT NULL DEFAULT 0"},
+	{"fence", KIND_BIGINT, true, "bigint NOT NULL DEFAULT 0"},
+	{"run_after", KIND_TIMESTAMPTZ, false, "timestamptz NOT NULL DEFAULT now()"},
+	{"priority", KIND_INTEGER, false, "integer NOT NULL DEFAULT 0"},
+	{"max_attempts", KIND_INTEGER, false, "integer DEFAULT 5"},
+	{"last_error", KIND_TEXT, false, "text"},
+};
+
+/* Which column plays each part; "" for an optional part the table does not have. */
+typedef struct TaskMap
+{
+	NameData cols[NUM_TASK_COLS];
+} TaskMap;
+
+/* The statements kept per table. */
+typedef enum TaskStmt
+{
+	STMT_CLAIM,
+	STMT_HEARTBEAT,
+	STMT_COMPLETE,
+	STMT_FAIL,
+	NUM_TASK_STMTS
+} TaskStmt;
+
+/* $1 now, $2 worker, $3 lease deadline, $4 timeline base, $5 max rows */
+static const Oid claim_argtypes[] = {TIMESTAMPTZOID, TEXTOID, TIMESTAMPTZOID, INT8OID, INT8OID};
+#define CLAIM_NARGS lengthof(claim_argtypes)
+
+/*
+ * heartbeat, complete and fail: $1 the primary key (typed as its column), $2 the fence; heartbeat
+ * $3 the new deadline; fail $3 the new run_after (NULL: unchanged) and $4 the error.
+ */
+#define ROW_MAX_NARGS 4
+
+typedef struct TaskTable
+{
+	Oid relid; /* hash key */
+	bool valid;
+	MemoryContext cxt; /* holds the strings below */
+	char *relname;
+	bool has[NUM_TASK_COLS];
+	int npk;
+	char *pkname; /* the first (with npk == 1, the only) key column */
+	Oid pktype;
+	char *sql[NUM_TASK_STMTS];
+	SPIPlanPtr plan[NUM_TASK_STMTS];
+	int busy; /* executions in progress: their plans must not be freed */
+} TaskTable;
+
+/*
+ * Entries live as long as the backend: a dropped table's entry (and its kept plans) stays, marked
+ * invalid, since an invalidation callback may run while a plan executes and must not free it.
+ */
+static HTAB *task_tables = NULL;
+
+/* Statements on fencelock.task_tables, run as the extension's owner. */
+static FlStmt map_select = {
+	"SELECT c.state_col, c.lease_owner_col, c.lease_until_col, c.attempt_col, c.fence_col, "
+	" c.run_after_col, c.priority_col, c.max_attempts_col, c.last_error_col, "
+	" c.claim_index "
+	"FROM fencelock.task_tables AS c WHERE c.tbl OPERATOR(pg_catalog.=) $1",
+	1,
+	{REGCLASSOID}};
+
+static FlStmt map_upsert = {
+	"INSERT INTO fencelock.task_tables AS c (tbl, state_col, lease_owner_col, lease_until_col, "
+	" attempt_col, fence_col, run_after_col, priority_col, max_attempts_col, last_error_col, "
+	" claim_index) VALUES ($1, $2[1], $2[2], $2[3], $2[4], $2[5], $2[6], $2[7], $2[8], $2[9], $3) "
+	"ON CONFLICT (tbl) DO UPDATE SET state_col = excluded.state_col, "
+	" lease_owner_col = excluded.lease_owner_col, lease_until_col = excluded.lease_until_col, "
+	" attempt_col = excluded.attempt_col, fence_col = excluded.fence_col, "
+	" run_after_col = excluded.run_after_col, priority_col = excluded.priority_col, "
+	" max_attempts_col = excluded.max_attempts_col, last_error_col = excluded.last_error_col, "
+	" claim_index = excluded.claim_index",
+	3,
+	{REGCLASSOID, NAMEARRAYOID, NAMEOID}};
+
+/* Rows of tables dropped since they were enabled. */
+static FlStmt map_prune = {
+	"DELETE FROM fencelock.task_tables AS c WHERE NOT EXISTS "
+	" (SELECT FROM pg_catalog.pg_class AS r WHERE r.oid OPERATOR(pg_catalog.=) c.tbl)",
+	0,
+	{InvalidOid}};
+
+/* ---------------------------------------------------------------------------------------------
+ * The table and its columns
+ * ---------------------------------------------------------------------------------------------
+ */
+
+/* Task tables are ordinary or partitioned tables, and not temporary. */
+static void
+check_relation(Oid relid)
+{
+	char relkind = get_rel_relkind(relid);
+
+	if (relkind == '\0')
+		ereport(ERROR, (errcode(ERRCODE_UNDEFINED_TABLE),
+						errmsg("relation with OID %u does not exist", relid)));
+	if (relkind != RELKIND_RELATION && relkind != RELKIND_PARTITIONED_TABLE)
+		ereport(ERROR, (errcode(ERRCODE_WRONG_OBJECT_TYPE),
+						errmsg("\"%s\" is not a table", get_rel_name(relid)),
+						errhint("Task tables are ordinary or partitioned tables; views, sequences, "
+								"foreign tables and composite types cannot hold claimable rows.")));
+	if (get_rel_persistence(relid) == RELPERSISTENCE_TEMP)
+		ereport(ERROR,
+				(errcode(ERRCODE_WRONG_OBJECT_TYPE),
+				 errmsg("table \"%s\" is a temporary table", get_rel_name(relid)),
+				 errhint("Workers in other sessions cannot see a temporary table; use an ordinary "
+						 "(or unlogged) table.")));
+}
+
+static bool
+kind_matches(ColKind kind, Oid typid)
+{
+	typid = getBaseType(typid);
+	switch (kind)
+	{
+		case KIND_TEXT:
+			return typid == TEXTOID;
+		case KIND_TIMESTAMPTZ:
+			return typid == TIMESTAMPTZOID;
+		case KIND_INTEGER:
+			return typid == INT2OID || typid == INT4OID || typid == INT8OID;
+		case KIND_BIGINT:
+			return typid == INT8OID;
+	}
+	return false;
+}
+
+static const char *
+kind_name(ColKind kind)
+{
+	switch (kind)
+	{
+		case KIND_TEXT:
+			return "text";
+		case KIND_TIMESTAMPTZ:
+			return "timestamp with time zone";
+		case KIND_INTEGER:
+			return "smallint, integer or bigint";
+		case KIND_BIGINT:
+			return "bigint";
+	}
+	return "?";
+}
+
+static Form_pg_attribute
+find_column(Relation rel, const char *name)
+{
+	TupleDesc desc = RelationGetDescr(rel);
+
+	for (int i = 0; i < desc->natts; i++)
+	{
+		Form_pg_attribute att = TupleDescAttr(desc, i);
+
+		if (!att->attisdropped && strcmp(NameStr(att->attname), name) == 0)
+			return att;
+	}
+	return NULL;
+}
+
+/*
+ * Check the table against the convention.  names[i] is the column asked for; NULL for an optional
+ * part means its conventional name if the table has it (with find_optional) or that the part is
+ * not used.  Fills *map with the columns in use and raises one error that lists every problem.
+ */
+static void
+check_columns(Relation rel, const char *const names[NUM_TASK_COLS], bool find_optional,
+			  TaskMap *map)
+{
+	const char *qualname = quote_qualified_identifier(get_namespace_name(RelationGetNamespace(rel)),
+													  RelationGetRelationName(rel));
+	StringInfoData problems;
+	StringInfoData ddl;
+	const char *hint;
+	bool no_pk = !OidIsValid(RelationGetPrimaryKeyIndex(rel));
+
+	initStringInfo(&problems);
+	initStringInfo(&ddl);
+	memset(map, 0, sizeof(*map));
+	for (int i = 0; i < NUM_TASK_COLS; i++)
+	{
+		const TaskColSpec *spec = &task_cols[i];
+		const char *name = names[i] != NULL ? names[i] : spec->name;
+		const char *part;
+		Form_pg_attribute att;
+
+		if (names[i] == NULL && !spec->required && !find_optional)
+			continue;
+		part = strcmp(name, spec->name) == 0 ? "" : psprintf(" (%s)", spec->name);
+		att = find_column(rel, name);
+		if (att == NULL)
+		{
+			if (!spec->required && names[i] == NULL)
+				continue; /* an optional part the table does not have */
+			appendStringInfo(&problems, "%sColumn \"%s\"%s is missing.",
+							 problems.len > 0 ? " " : "", name, part);
+			appendStringInfo(&ddl, "%sADD COLUMN %s %s", ddl.len > 0 ? ", " : "",
+							 quote_identifier(name), spec->ddl);
+			continue;
+		}
+		if (!kind_matches(spec->kind, att->atttypid))
+		{
+			appendStringInfo(&problems, "%sColumn \"%s\"%s is of type %s, not %s.",
+							 problems.len > 0 ? " " : "", name, part, format_type_be(att->atttypid),
+							 kind_name(spec->kind));
+			appendStringInfo(&ddl, "%sALTER COLUMN %s TYPE %s", ddl.len > 0 ? ", " : "",
+							 quote_identifier(name),
+							 spec->kind == KIND_INTEGER ? "integer" : kind_name(spec->kind));
+			continue;
+		}
+		if (att->attgenerated)
+		{
+			appendStringInfo(&problems, "%sColumn \"%s\"%s is a generated column.",
+							 problems.len > 0 ? " " : "", name, part);
+			continue;
+		}
+		for (int j = 0; j < i; j++)
+			if (strcmp(NameStr(map->cols[j]), name) == 0)
+				appendStringInfo(&problems, "%sColumn \"%s\" cannot be both %s and %s.",
+								 problems.len > 0 ? " " : "", name, task_cols[j].name, spec->name);
+		namestrcpy(&map->cols[i], name);
+	}
+	if (no_pk)
+		appendStringInfo(&problems, "%sThe table has no primary key.", problems.len > 0 ? " " : "");
+	if (problems.len == 0)
+		return;
+
+	if (ddl.len > 0)
+		hint = psprintf("Run ALTER TABLE %s %s%s, or name your own columns with "
+						"fencelock.enable_tasks(..., state_col => ...).",
+						qualname, ddl.data, no_pk ? ", and add a primary key" : "");
+	else if (problems.len > strlen("The table has no primary key."))
+		hint = psprintf("Give each part its own ordinary column of the documented type%s.",
+						no_pk ? ", and the table a primary key" : "");
+	else
+		hint = "Add a primary key: claim orders rows by it and the helpers find rows by it.";
+	ereport(ERROR, (errcode(ERRCODE_INVALID_TABLE_DEFINITION),
+					errmsg("table \"%s\" does not follow the task-table convention",
+						   RelationGetRelationName(rel)),
+					errdetail("%s", problems.data), errhint("%s", hint)));
+}
+
+/*
+ * Read the table's row of fencelock.task_tables; false when it has none.  *claim_index is the
+ * index of the recorded name in the table's schema, if there is one (a name, not a regclass:
+ * pg_dump restores the row before it builds the index).
+ */
+static bool
+read_map(Oid relid, TaskMap *map, Oid *claim_index)
+{
+	Datum values[1];
+	FlSession session;
+	bool found;
+
+	memset(map, 0, sizeof(*map));
+	*claim_index = InvalidOid;
+	values[0] = ObjectIdGetDatum(relid);
+	fl_begin(&session);
+	found = fl_run(&map_select, values, NULL, true) == 1;
+	if (found)
+	{
+		HeapTuple tuple = SPI_tuptable->vals[0];
+		TupleDesc desc = SPI_tuptable->tupdesc;
+		char *index;
+
+		for (int i = 0; i < NUM_TASK_COLS; i++)
+		{
+			char *name = SPI_getvalue(tuple, desc, i + 1);
+
+			if (name != NULL)
+				namestrcpy(&map->cols[i], name);
+		}
+		index = SPI_getvalue(tuple, desc, NUM_TASK_COLS + 1);
+		if (index != NULL)
+			*claim_index = get_relname_relid(index, get_rel_namespace(relid));
+	}
+	fl_end(&session);
+	return found;
+}
+
+/*
+ * Whether the table has an enabled BEFORE UPDATE row trigger, without a WHEN condition, that calls
+ * fencelock.fence_trigger on the fence column.
+ */
+static bool
+has_fence_trigger(Relation rel, const char *fence_col)
+{
+	TriggerDesc *td = rel->trigdesc;
+	Oid fn = LookupFuncName(list_make2(makeString("fencelock"), makeString("fence_trigger")), 0,
+							NULL, false);
+
+	for (int i = 0; td != NULL && i < td->numtriggers; i++)
+	{
+		Trigger *tg = &td->triggers[i];
+		const char *col = tg->tgnargs > 0 ? tg->tgargs[0] : "last_fence";
+
+		if (tg->tgfoid == fn && TRIGGER_FOR_ROW(tg->tgtype) && TRIGGER_FOR_BEFORE(tg->tgtype) &&
+			TRIGGER_FOR_UPDATE(tg->tgtype) &&
+			(tg->tgenabled == TRIGGER_FIRES_ON_ORIGIN || tg->tgenabled == TRIGGER_FIRES_ALWAYS) &&
+			tg->tgqual == NULL && strcmp(col, fence_col) == 0)
+			return true;
+	}
+	return false;
+}
+
+/* ---------------------------------------------------------------------------------------------
+ * The statements, built once per table
+ * ---------------------------------------------------------------------------------------------
+ */
+
+typedef struct SqlParts
+{
+	const char *table;              /* schema-qualified, quoted */
+	const char *col[NUM_TASK_COLS]; /* quoted, NULL when absent */
+	int npk;
+	const char *pk[INDEX_MAX_KEYS];   /* quoted */
+	const char *pkeq[INDEX_MAX_KEYS]; /* OPERATOR(schema.=) of the key's btree opfamily */
+} SqlParts;
+
+static void
+append_pk_join(StringInfo buf, const SqlParts *p, const char *other)
+{
+	for (int i = 0; i < p->npk; i++)
+		appendStringInfo(buf, "%st.%s %s %s.%s", i > 0 ? " AND " : "", p->pk[i], p->pkeq[i], other,
+						 p->pk[i]);
+}
+
+/* The claim order: priority (lowest first), then run_after, then the primary key. */
+static void
+append_order(StringInfo buf, const SqlParts *p, const char *alias)
+{
+	const char *sep = "";
+
+	appendStringInfoString(buf, " ORDER BY ");
+	if (p->col[COL_PRIORITY])
+	{
+		appendStringInfo(buf, "%s.%s", alias, p->col[COL_PRIORITY]);
+		sep = ", ";
+	}
+	if (p->col[COL_RUN_AFTER])
+	{
+		appendStringInfo(buf, "%s%s.%s", sep, alias, p->col[COL_RUN_AFTER]);
+		sep = ", ";
+	}
+	for (int i = 0; i < p->npk; i++)
+	{
+		appendStringInfo(buf, "%s%s.%s", sep, alias, p->pk[i]);
+		sep = ", ";
+	}
+}
+
+/* The rows claim may take ($1 now): ready (and due), or running with a lapsed lease. */
+static void
+append_claimable(StringInfo buf, const SqlParts *p)
+{
+	appendStringInfo(buf, "(t.%s OPERATOR(pg_catalog.=) 'ready'", p->col[COL_STATE]);
+	if (p->col[COL_RUN_AFTER])
+		appendStringInfo(buf, " AND (t.%s IS NULL OR t.%s OPERATOR(pg_catalog.<=) $1)",
+						 p->col[COL_RUN_AFTER], p->col[COL_RUN_AFTER]);
+	appendStringInfo(buf,
+					 ") OR (t.%s OPERATOR(pg_catalog.=) 'running' AND (t.%s IS NULL OR t.%s "
+					 "OPERATOR(pg_catalog.<=) $1))",
+					 p->col[COL_STATE], p->col[COL_LEASE_UNTIL], p->col[COL_LEASE_UNTIL]);
+}
+
+/* "CASE WHEN the row used up its attempts THEN dead ELSE claimed END", or just claimed. */
+static void
+append_unless_exhausted(StringInfo buf, const SqlParts *p, const char *dead, const char *claimed)
+{
+	if (p->col[COL_MAX_ATTEMPTS] == NULL)
+		appendStringInfoString(buf, claimed);
+	else
+		appendStringInfo(buf,
+						 "CASE WHEN COALESCE(t.%s, 0) OPERATOR(pg_catalog.>=) t.%s THEN %s "
+						 "ELSE %s END",
+						 p->col[COL_ATTEMPT], p->col[COL_MAX_ATTEMPTS], dead, claimed);
+}
+
+/*
+ * One statement: lock up to $5 claimable rows in claim order, skipping rows other workers hold,
+ * and in the same UPDATE give each the caller's lease ($2 worker, $3 deadline), the next attempt
+ * and a fence above every fence it had before ($4 timeline base).  A row that used up its
+ * attempts becomes 'dead' instead (its fence raised all the same).  Returns whether each row
+ * became dead, then the row, in claim order.
+ */
+static char *
+build_claim(const SqlParts *p)
+{
+	StringInfoData buf;
+	char *lease_owner = psprintf("t.%s", p->col[COL_LEASE_OWNER]);
+	char *attempt = psprintf("COALESCE(t.%s, 0) OPERATOR(pg_catalog.+) 1", p->col[COL_ATTEMPT]);
+	char *attempt_kept = psprintf("t.%s", p->col[COL_ATTEMPT]);
+
+	initStringInfo(&buf);
+	appendStringInfoString(&buf, "WITH c AS MATERIALIZED (SELECT ");
+	for (int i = 0; i < p->npk; i++)
+		appendStringInfo(&buf, "%st.%s", i > 0 ? ", " : "", p->pk[i]);
+	appendStringInfo(&buf, " FROM %s AS t WHERE ", p->table);
+	append_claimable(&buf, p);
+	append_order(&buf, p, "t");
+	appendStringInfo(&buf, " LIMIT $5 FOR UPDATE OF t SKIP LOCKED), u AS (UPDATE %s AS t SET %s = ",
+					 p->table, p->col[COL_STATE]);
+	append_unless_exhausted(&buf, p, "'dead'", "'running'");
+	appendStringInfo(&buf, ", %s = ", p->col[COL_LEASE_OWNER]);
+	append_unless_exhausted(&buf, p, lease_owner, "$2");
+	appendStringInfo(&buf, ", %s = ", p->col[COL_LEASE_UNTIL]);
+	append_unless_exhausted(&buf, p, "NULL", "$3");
+	appendStringInfo(&buf, ", %s = ", p->col[COL_ATTEMPT]);
+	append_unless_exhausted(&buf, p, attempt_kept, attempt);
+	appendStringInfo(&buf, ", %s = GREATEST(t.%s, $4) OPERATOR(pg_catalog.+) 1 FROM c WHERE ",
+					 p->col[COL_FENCE], p->col[COL_FENCE]);
+	append_pk_join(&buf, p, "c");
+	appendStringInfo(&buf, " RETURNING t.*) SELECT u.%s OPERATOR(pg_catalog.=) 'dead', u.* FROM u",
+					 p->col[COL_STATE]);
+	append_order(&buf, p, "u");
+	return buf.data;
+}
+
+/* heartbeat, complete and fail: one row by its key ($1), carrying the caller's fence ($2). */
+static char *
+build_row_update(const SqlParts *p, TaskStmt stmt)
+{
+	StringInfoData buf;
+
+	initStringInfo(&buf);
+	appendStringInfo(&buf, "UPDATE %s AS t SET ", p->table);
+	switch (stmt)
+	{
+		case STMT_HEARTBEAT:
+			appendStringInfo(&buf, "%s = $3", p->col[COL_LEASE_UNTIL]);
+			break;
+		case STMT_COMPLETE:
+			appendStringInfo(&buf, "%s = 'done', %s = NULL", p->col[COL_STATE],
+							 p->col[COL_LEASE_UNTIL]);
+			break;
+		default:
+			appendStringInfo(&buf, "%s = ", p->col[COL_STATE]);
+			if (p->col[COL_MAX_ATTEMPTS])
+				appendStringInfo(&buf,
+								 "CASE WHEN COALESCE(t.%s, 0) OPERATOR(pg_catalog.>=) "
+								 "t.%s THEN 'dead' ELSE 'ready' END",
+								 p->col[COL_ATTEMPT], p->col[COL_MAX_ATTEMPTS]);
+			else
+				appendStringInfoString(&buf, "'ready'");
+			appendStringInfo(&buf, ", %s = NULL", p->col[COL_LEASE_UNTIL]);
+			if (p->col[COL_RUN_AFTER])
+				appendStringInfo(&buf, ", %s = COALESCE($3, t.%s)", p->col[COL_RUN_AFTER],
+								 p->col[COL_RUN_AFTER]);
+			if (p->col[COL_LAST_ERROR])
+				appendStringInfo(&buf, ", %s = $4", p->col[COL_LAST_ERROR]);
+			break;
+	}
+	appendStringInfo(&buf, ", %s = $2 WHERE t.%s %s $1", p->col[COL_FENCE], p->pk[0], p->pkeq[0]);
+	if (stmt == STMT_HEARTBEAT)
+		appendStringInfo(&buf, " AND t.%s OPERATOR(pg_catalog.=) 'running'", p->col[COL_STATE]);
+	if (stmt == STMT_FAIL)
+		appendStringInfo(&buf, " RETURNING t.%s", p->col[COL_STATE]);
+	return buf.data;
+}
+
+/* OPERATOR(schema.name) for the equality of a key column's btree opfamily. */
+static const char *
+key_equality(Oid opfamily, Oid opcintype)
+{
+	Oid opno = get_opfamily_member(opfamily, opcintype, opcintype, BTEqualStrategyNumber);
+	HeapTuple tuple;
+	Form_pg_operator op;
+	char *result;
+
+	if (!OidIsValid(opno))
+		elog(ERROR, "no equality operator in opfamily %u for type %u", opfamily, opcintype);
+	tuple = SearchSysCache1(OPEROID, ObjectIdGetDatum(opno));
+	if (!HeapTupleIsValid(tuple))
+		elog(ERROR, "cache lookup failed for operator %u", opno);
+	op = (Form_pg_operator) GETSTRUCT(tuple);
+	result = psprintf("OPERATOR(%s.%s)", quote_identifier(get_namespace_name(op->oprnamespace)),
+					  NameStr(op->oprname));
+	ReleaseSysCache(tuple);
+	return result;
+}
+
+/* ---------------------------------------------------------------------------------------------
+ * The per-backend cache
+ * ---------------------------------------------------------------------------------------------
+ */
+
+static void
+task_relcache_cb(Datum arg, Oid relid)
+{
+	HASH_SEQ_STATUS status;
+	TaskTable *tt;
+
+	hash_seq_init(&status, task_tables);
+	while ((tt = hash_seq_search(&status)) != NULL)
+	{
+		if (relid == InvalidOid || tt->relid == relid)
+			tt->valid = false;
+	}
+}
+
+/* Forget what was built for a table.  Plans still executing (a nested call) are left alone. */
+static void
+task_table_reset(TaskTable *tt)
+{
+	for (int i = 0; i < NUM_TASK_STMTS; i++)
+	{
+		if (tt->plan[i] != NULL && tt->busy == 0)
+			SPI_freeplan(tt->plan[i]);
+		tt->plan[i] = NULL;
+		tt->sql[i] = NULL;
+	}
+	if (tt->cxt != NULL)
+		MemoryContextDelete(tt->cxt);
+	tt->cxt = NULL;
+}
+
+/* Resolve the table: its mapping, the fence trigger, the key, and the statements' text. */
+static void
+task_table_build(TaskTable *tt)
+{
+	Relation rel = table_open(tt->relid, AccessShareLock);
+	TaskMap map;
+	Oid claim_index;
+	const char *names[NUM_TASK_COLS];
+	SqlParts p;
+	Relation idx;
+	MemoryContext old;
+
+	if (!read_map(tt->relid, &map, &claim_index))
+		ereport(ERROR,
+				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+				 errmsg("table \"%s\" is not enabled for claiming", RelationGetRelationName(rel)),
+				 errhint("Run SELECT fencelock.enable_tasks('%s') as the table's owner.",
+						 quote_qualified_identifier(get_namespace_name(RelationGetNamespace(rel)),
+													RelationGetRelationName(rel)))));
+
+	/* The table may have changed since enable_tasks: check it again. */
+	for (int i = 0; i < NUM_TASK_COLS; i++)
+		names[i] = NameStr(map.cols[i])[0] != '\0' ? pstrdup(NameStr(map.cols[i])) : NULL;
+	check_columns(rel, names, false, &map);
+	if (!has_fence_trigger(rel, NameStr(map.cols[COL_FENCE])))
+		ereport(ERROR,
+				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+				 errmsg("table \"%s\" has no enabled fence trigger on column \"%s\"",
+						RelationGetRelationName(rel), NameStr(map.cols[COL_FENCE])),
+				 errdetail("Claims would not fence out earlier holders."),
+				 errhint("Run SELECT fencelock.enable_tasks('%s') again.",
+						 quote_qualified_identifier(get_namespace_name(RelationGetNamespace(rel)),
+													RelationGetRelationName(rel)))));
+
+	tt->cxt =
+		AllocSetContextCreate(CacheMemoryContext, "fencelock task table", ALLOCSET_SMALL_SIZES);
+	old = MemoryContextSwitchTo(tt->cxt);
+
+	memset(&p, 0, sizeof(p));
+	p.table = quote_qualified_identifier(get_namespace_name(RelationGetNamespace(rel)),
+										 RelationGetRelationName(rel));
+	for (int i = 0; i < NUM_TASK_COLS; i++)
+	{
+		tt->has[i] = NameStr(map.cols[i])[0] != '\0';
+		p.col[i] = tt->has[i] ? quote_identifier(pstrdup(NameStr(map.cols[i]))) : NULL;
+	}
+
+	idx = index_open(RelationGetPrimaryKeyIndex(rel), AccessShareLock);
+	p.npk = idx->rd_index->indnkeyatts;
+	for (int i = 0; i < p.npk; i++)
+	{
+		AttrNumber attnum = idx->rd_index->indkey.values[i];
+		char *name = get_attname(tt->relid, attnum, false);
+
+		p.pk[i] = quote_identifier(name);
+		p.pkeq[i] = key_equality(idx->rd_opfamily[i], idx->rd_opcintype[i]);
+		if (i == 0)
+		{
+			tt->pkname = name;
+			tt->pktype = get_atttype(tt->relid, attnum);
+		}
+	}
+	index_close(idx, AccessShareLock);
+	tt->npk = p.npk;
+	tt->relname = pstrdup(RelationGetRelationName(rel));
+
+	tt->sql[STMT_CLAIM] = build_claim(&p);
+	if (p.npk == 1)
+		for (int s = STMT_HEARTBEAT; s < NUM_TASK_STMTS; s++)
+			tt->sql[s] = build_row_update(&p, s);
+
+	MemoryContextSwitchTo(old);
+	table_close(rel, NoLock);
+}
+
+static TaskTable *
+task_table(Oid relid)
+{
+	TaskTable *tt;
+	bool found;
+
+	if (task_tables == NULL)
+	{
+		HASHCTL ctl;
+
+		ctl.keysize = sizeof(Oid);
+		ctl.entrysize = sizeof(TaskTable);
+		ctl.hcxt = TopMemoryContext;
+		task_tables =
+			hash_create("fencelock task tables", 16, &ctl, HASH_ELEM | HASH_BLOBS | HASH_CONTEXT);
+		CacheRegisterRelcacheCallback(task_relcache_cb, (Datum) 0);
+	}
+	tt = hash_search(task_tables, &relid, HASH_ENTER, &found);
+	if (!found)
+	{
+		memset(tt, 0, sizeof(*tt));
+		tt->relid = relid;
+	}
+	/* Building may take locks and so process invalidations: repeat until it stays valid. */
+	while (!tt->valid)
+	{
+		task_table_reset(tt);
+		tt->valid = true;
+		PG_TRY();
+		{
+			task_table_build(tt);
+		}
+		PG_CATCH();
+		{
+			tt->valid = false;
+			task_table_reset(tt);
+			PG_RE_THROW();
+		}
+		PG_END_TRY();
+	}
+	return tt;
+}
+
+/* The statement's plan, prepared on first use. */
+static SPIPlanPtr
+task_plan(TaskTable *tt, TaskStmt stmt, int nargs, const Oid *argtypes)
+{
+	if (tt->plan[stmt] == NULL)
+	{
+		/*
+		 * claim's best plan depends on max_rows (an index scan in claim order for a few rows), so
+		 * it is planned with the call's values every time; the one-row updates use the key.
+		 */
+		SPIPlanPtr plan = SPI_prepare_cursor(tt->sql[stmt], nargs, (Oid *) argtypes,
+											 stmt == STMT_CLAIM ? CURSOR_OPT_CUSTOM_PLAN : 0);
+
+		if (plan == NULL)
+			elog(ERROR, "SPI_prepare failed for \"%s\": %s", tt->sql[stmt],
+				 SPI_result_code_string(SPI_result));
+		if (SPI_keepplan(plan) != 0)
+			elog(ERROR, "SPI_keepplan failed");
+		tt->plan[stmt] = plan;
+	}
+	return tt->plan[stmt];
+}
+
+/* Run a table's statement as the caller; the caller is connected to SPI. */
+static uint64
+task_run(TaskTable *tt, TaskStmt stmt, int nargs, const Oid *argtypes, Datum *values,
+		 const char *nulls)
+{
+	SPIPlanPtr plan = task_plan(tt, stmt, nargs, argtypes);
+	int rc;
+
+	tt->busy++;
+	PG_TRY();
+	{
+		rc = SPI_execute_plan(plan, values, nulls, false, 0);
+	}
+	PG_FINALLY();
+	{
+		tt->busy--;
+	}
+	PG_END_TRY();
+	if (rc < 0)
+		elog(ERROR, "SPI_execute_plan failed for \"%s\": %s", tt->sql[stmt],
+			 SPI_result_code_string(rc));
+	return SPI_processed;
+}
+
+/* ---------------------------------------------------------------------------------------------
+ * Arguments
+ * ---------------------------------------------------------------------------------------------
+ */
+
+static void
+require_arg(FunctionCallInfo fcinfo, int argno, const char *what, const char *hint)
+{
+	if (PG_ARGISNULL(argno))
+		ereport(ERROR, (errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
+						errmsg("%s must not be null", what), errhint("%s", hint)));
+}
+
+static text *
+arg_worker(FunctionCallInfo fcinfo, int argno)
+{
+	text *t;
+
+	require_arg(fcinfo, argno, "worker", "Pass a non-empty text value that names the worker.");
+	t = PG_GETARG_TEXT_PP(argno);
+	if (VARSIZE_ANY_EXHDR(t) == 0)
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE), errmsg("worker must not be empty"),
+				 errhint("Pass a non-empty text value that names the worker.")));
+	if (VARSIZE_ANY_EXHDR(t) > FENCELOCK_MAX_OWNER_LEN)
+		ereport(ERROR, (errcode(ERRCODE_PROGRAM_LIMIT_EXCEEDED),
+						errmsg("worker is %d bytes long, longer than the limit of %d bytes",
+							   (int) VARSIZE_ANY_EXHDR(t), FENCELOCK_MAX_OWNER_LEN),
+						errhint("Use a shorter worker name.")));
+	return t;
+}
+
+/* The task table named by a regclass argument. */
+static TaskTable *
+arg_table(FunctionCallInfo fcinfo, int argno)
+{
+	Oid relid;
+
+	require_arg(fcinfo, argno, "tbl", "Pass the task table, e.g. 'jobs'.");
+	relid = PG_GETARG_OID(argno);
+	check_relation(relid);
+	return task_table(relid);
+}
+
+/*
+ * The id argument as a value of the table's key type: assignment casts apply (an integer for a
+ * bigint key), and text is read as the key type's input (a quoted literal for a uuid key).
+ */
+static Datum
+arg_id(FunctionCallInfo fcinfo, int argno, TaskTable *tt)
+{
+	Oid argtype = get_fn_expr_argtype(fcinfo->flinfo, argno);
+	int16 typlen;
+	bool typbyval;
+	Node *expr;
+
+	require_arg(fcinfo, argno, "id", "Pass the primary key of the task's row.");
+	if (tt->npk != 1)
+		ereport(ERROR,
+				(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
+				 errmsg("table \"%s\" has a primary key of %d columns", tt->relname, tt->npk),
+				 errhint("The helpers take a single-column key; write the UPDATE yourself, "
+						 "setting the fence column to the claim's fence.")));
+	if (argtype == tt->pktype)
+		return PG_GETARG_DATUM(argno);
+
+	get_typlenbyval(argtype, &typlen, &typbyval);
+	expr = (Node *) makeConst(argtype, -1, get_typcollation(argtype), typlen,
+							  PG_GETARG_DATUM(argno), false, typbyval);
+	expr = coerce_to_target_type(NULL, expr, argtype, tt->pktype, -1,
+								 argtype == TEXTOID ? COERCION_EXPLICIT : COERCION_ASSIGNMENT,
+								 COERCE_IMPLICIT_CAST, -1);
+	if (expr == NULL)
+		ereport(ERROR, (errcode(ERRCODE_DATATYPE_MISMATCH),
+						errmsg("id of type %s does not match the primary key column \"%s\" of "
+							   "type %s",
+							   format_type_be(argtype), tt->pkname, format_type_be(tt->pktype)),
+						errhint("Pass the id as a %s value.", format_type_be(tt->pktype))));
+	expr = (Node *) evaluate_expr((Expr *) expr, tt->pktype, -1, InvalidOid);
+	return ((Const *) expr)->constvalue;
+}
+
+static int64
+arg_fence(FunctionCallInfo fcinfo, int argno)
+{
+	require_arg(fcinfo, argno, "fence", "Pass the fence of the row that claim returned.");
+	return PG_GETARG_INT64(argno);
+}
+
+/* ---------------------------------------------------------------------------------------------
+ * enable_tasks
+ * ---------------------------------------------------------------------------------------------
+ */
+
+static void
+run_ddl(const char *sql)
+{
+	int rc = SPI_execute(sql, false, 0);
+
+	if (rc < 0)
+		elog(ERROR, "SPI_execute failed for \"%s\": %s", sql, SPI_result_code_string(rc));
+}
+
+/*
+ * The claim index's key columns, in claim order (priority, run_after, the primary key), so a claim
+ * reads the first claimable rows in order, over only the rows still ready or running.
+ */
+static int
+claim_index_keys(Relation rel, const TaskMap *map, AttrNumber *keys)
+{
+	Relation pk = index_open(RelationGetPrimaryKeyIndex(rel), AccessShareLock);
+	int n = 0;
+
+	if (NameStr(map->cols[COL_PRIORITY])[0] != '\0')
+		keys[n++] = find_column(rel, NameStr(map->cols[COL_PRIORITY]))->attnum;
+	if (NameStr(map->cols[COL_RUN_AFTER])[0] != '\0')
+		keys[n++] = find_column(rel, NameStr(map->cols[COL_RUN_AFTER]))->attnum;
+	for (int i = 0; i < pk->rd_index->indnkeyatts; i++)
+		keys[n++] = pk->rd_index->indkey.values[i];
+	index_close(pk, AccessShareLock);
+	return n;
+}
+
+/*
+ * Whether indexid is a claim index of the table (a partial, non-unique index) with these key
+ * columns (any, with nkeys < 0).
+ */
+static bool
+is_claim_index(Oid indexid, Oid relid, const AttrNumber *keys, int nkeys)
+{
+	char relkind = OidIsValid(indexid) ? get_rel_relkind(indexid) : '\0';
+	Relation idx;
+	bool same;
+
+	if ((relkind != RELKIND_INDEX && relkind != RELKIND_PARTITIONED_INDEX) ||
+		IndexGetRelation(indexid, true) != relid)
+		return false;
+	idx = index_open(indexid, AccessShareLock);
+	same = !idx->rd_index->indisunique &&
+		   !heap_attisnull(idx->rd_indextuple, Anum_pg_index_indpred, NULL) &&
+		   (nkeys < 0 || idx->rd_index->indnkeyatts == nkeys);
+	for (int i = 0; same && i < nkeys; i++)
+		same = idx->rd_index->indkey.values[i] == keys[i];
+	index_close(idx, AccessShareLock);
+	return same;
+}
+
+Datum
+fencelock_enable_tasks(PG_FUNCTION_ARGS)
+{
+	Oid relid;
+	Relation rel;
+	Oid nsp;
+	char *qualname;
+	AttrNumber keys[INDEX_MAX_KEYS + 2];
+	int nkeys;
+	bool new_index;
+	const char *names[NUM_TASK_COLS];
+	TaskMap map;
+	TaskMap old_map;
+	Oid old_index;
+	Oid index = InvalidOid;
+	bool enabled;
+	Datum cols[NUM_TASK_COLS];
+	bool colnulls[NUM_TASK_COLS];
+	int dims[1] = {NUM_TASK_COLS};
+	int lbs[1] = {1};
+	Datum values[3];
+	NameData index_name;
+	FlSession session;
+
+	require_arg(fcinfo, 0, "tbl", "Pass the task table, e.g. 'jobs'.");
+	relid = PG_GETARG_OID(0);
+	for (int i = 0; i < NUM_TASK_COLS; i++)
+	{
+		if (PG_ARGISNULL(i + 1))
+		{
+			if (task_cols[i].required)
+				ereport(ERROR, (errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
+								errmsg("%s_col must not be null", task_cols[i].name),
+								errhint("Name the column that holds the %s, or leave the "
+										"argument out for \"%s\".",
+										task_cols[i].name, task_cols[i].name)));
+			names[i] = NULL;
+		}
+		else
+			names[i] = NameStr(*PG_GETARG_NAME(i + 1));
+	}
+
+	check_relation(relid);
+	/* Serializes enable_tasks on the table, and conflicts with every writer of it. */
+	rel = table_open(relid, ShareRowExclusiveLock);
+	if (!FL_CLASS_OWNERCHECK(relid, GetUserId()))
+		ereport(ERROR, (errcode(ERRCODE_INSUFFICIENT_PRIVILEGE),
+						errmsg("must be owner of table %s", RelationGetRelationName(rel)),
+						errhint("Run fencelock.enable_tasks as the table's owner.")));
+	check_columns(rel, names, true, &map);
+	nsp = RelationGetNamespace(rel);
+	qualname = quote_qualified_identifier(get_namespace_name(nsp), RelationGetRelationName(rel));
+
+	/* Called again: keep the index unless its columns change (or it was dropped). */
+	nkeys = claim_index_keys(rel, &map, keys);
+	enabled = read_map(relid, &old_map, &old_index);
+	new_index = !(enabled && is_claim_index(old_index, relid, keys, nkeys) &&
+				  strcmp(NameStr(old_map.cols[COL_STATE]), NameStr(map.cols[COL_STATE])) == 0);
+	index = new_index ? InvalidOid : old_index;
+	/* DDL refuses a table this session has open; the lock stays. */
+	table_close(rel, NoLock);
+
+	/* The DDL runs as the caller, the table's owner. */
+	if (SPI_connect() != SPI_OK_CONNECT)
+		elog(ERROR, "SPI_connect failed");
+	run_ddl(psprintf("CREATE OR REPLACE TRIGGER %s BEFORE UPDATE ON %s FOR EACH ROW EXECUTE "
+					 "FUNCTION fencelock.fence_trigger(%s)",
+					 TASK_TRIGGER_NAME, qualname,
+					 quote_literal_cstr(NameStr(map.cols[COL_FENCE]))));
+	if (new_index)
+	{
+		StringInfoData sql;
+		char *name;
+
+		/* The index enable_tasks made before, if it is still an index of this table. */
+		if (is_claim_index(old_index, relid, NULL, -1))
+			run_ddl(psprintf("DROP INDEX %s", quote_qualified_identifier(
+												  get_namespace_name(get_rel_namespace(old_index)),
+												  get_rel_name(old_index))));
+		name = ChooseRelationName(get_rel_name(relid), "claim", "idx", nsp, false);
+		initStringInfo(&sql);
+		appendStringInfo(&sql, "CREATE INDEX %s ON %s (", quote_identifier(name), qualname);
+		for (int i = 0; i < nkeys; i++)
+			appendStringInfo(&sql, "%s%s", i > 0 ? ", " : "",
+							 quote_identifier(get_attname(relid, keys[i], false)));
+		appendStringInfo(&sql,
+						 ") WHERE %s OPERATOR(pg_catalog.=) ANY (ARRAY['ready', 'running']::"
+						 "pg_catalog.text[])",
+						 quote_identifier(NameStr(map.cols[COL_STATE])));
+		run_ddl(sql.data);
+		index = get_relname_relid(name, nsp);
+	}
+	if (SPI_finish() != SPI_OK_FINISH)
+		elog(ERROR, "SPI_finish failed");
+
+	for (int i = 0; i < NUM_TASK_COLS; i++)
+	{
+		cols[i] = NameGetDatum(&map.cols[i]);
+		colnulls[i] = NameStr(map.cols[i])[0] == '\0';
+	}
+	values[0] = ObjectIdGetDatum(relid);
+	values[1] = PointerGetDatum(construct_md_array(cols, colnulls, 1, dims, lbs, NAMEOID,
+												   NAMEDATALEN, false, TYPALIGN_CHAR));
+	namestrcpy(&index_name, get_rel_name(index));
+	values[2] = NameGetDatum(&index_name);
+
+	fl_begin(&session);
+	fl_run(&map_upsert, values, NULL, false);
+	fl_run(&map_prune, NULL, NULL, false);
+	fl_end(&session);
+
+	/* Every backend builds the table's statements again. */
+	CacheInvalidateRelcacheByRelid(relid);
+	PG_RETURN_VOID();
+}
+
+/* ---------------------------------------------------------------------------------------------
+ * claim, heartbeat, complete, fail
+ * ---------------------------------------------------------------------------------------------
+ */
+
+/* Put the claimed rows of the last statement into the result; returns how many, and the dead. */
+static int64
+claim_collect(ReturnSetInfo *rsinfo, Datum *row, bool *rownulls, int64 *dead)
+{
+	TupleDesc desc = rsinfo->setDesc;
+	int64 claimed = 0;
+
+	for (uint64 r = 0; r < SPI_processed; r++)
+	{
+		HeapTuple tuple = SPI_tuptable->vals[r];
+		bool isnull;
+		int col = 1; /* column 1 says whether the row became dead; the table's columns follow */
+
+		if (DatumGetBool(SPI_getbinval(tuple, SPI_tuptable->tupdesc, 1, &isnull)))
+		{
+			(*dead)++;
+			continue;
+		}
+		/* The table's live columns, in order; the row type's dropped columns are null. */
+		for (int i = 0; i < desc->natts; i++)
+		{
+			if (TupleDescAttr(desc, i)->attisdropped)
+			{
+				row[i] = (Datum) 0;
+				rownulls[i] = true;
+				continue;
+			}
+			row[i] = SPI_getbinval(tuple, SPI_tuptable->tupdesc, ++col, &rownulls[i]);
+		}
+		tuplestore_putvalues(rsinfo->setResult, desc, row, rownulls);
+		claimed++;
+	}
+	return claimed;
+}
+
+Datum
+fencelock_claim(PG_FUNCTION_ARGS)
+{
+	Oid argtype = get_fn_expr_argtype(fcinfo->flinfo, 0);
+	Oid relid = OidIsValid(argtype) ? get_typ_typrelid(argtype) : InvalidOid;
+	ReturnSetInfo *rsinfo = (ReturnSetInfo *) fcinfo->resultinfo;
+	text *worker;
+	int64 ttl;
+	int32 max_rows;
+	TimestampTz now;
+	TaskTable *tt;
+	Datum values[CLAIM_NARGS];
+	Datum *row;
+	bool *rownulls;
+	int64 claimed = 0;
+	int64 dead;
+
+	if (!OidIsValid(relid))
+		ereport(ERROR, (errcode(ERRCODE_DATATYPE_MISMATCH),
+						errmsg("fencelock.claim needs a table's row type, not %s",
+							   OidIsValid(argtype) ? format_type_be(argtype) : "an unknown type"),
+						errhint("Pass NULL cast to the task table's type, e.g. "
+								"fencelock.claim(NULL::jobs, worker => 'w-1').")));
+	check_relation(relid);
+	worker = arg_worker(fcinfo, 1);
+	ttl = fl_arg_ttl(fcinfo, 2);
+	require_arg(fcinfo, 3, "max_rows", "Pass a positive number of rows.");
+	max_rows = PG_GETARG_INT32(3);
+	if (max_rows < 1)
+		ereport(ERROR, (errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+						errmsg("max_rows must be positive, not %d", max_rows),
+						errhint("Pass a positive number of rows.")));
+
+	tt = task_table(relid);
+	now = GetCurrentTimestamp();
+	values[0] = TimestampTzGetDatum(now);
+	values[1] = PointerGetDatum(worker);
+	values[2] = TimestampTzGetDatum(now + ttl);
+	values[3] = Int64GetDatum(fl_timeline_base());
+
+	InitMaterializedSRF(fcinfo, 0);
+	row = palloc(rsinfo->setDesc->natts * sizeof(Datum));
+	rownulls = palloc(rsinfo->setDesc->natts * sizeof(bool));
+
+	if (SPI_connect() != SPI_OK_CONNECT)
+		elog(ERROR, "SPI_connect failed");
+	/*
+	 * Rows that became dead took places among max_rows: claim again for those places, until a
+	 * statement finds no more dead rows.  Every statement marks at least one row dead, so this
+	 * ends; usually there is a single statement.
+	 */
+	do
+	{
+		dead = 0;
+		values[4] = Int64GetDatum((int64) max_rows - claimed);
+		task_run(tt, STMT_CLAIM, CLAIM_NARGS, claim_argtypes, values, NULL);
+		claimed += claim_collect(rsinfo, row, rownulls, &dead);
+	} while (dead > 0 && claimed < max_rows);
+	if (SPI_finish() != SPI_OK_FINISH)
+		elog(ERROR, "SPI_finish failed");
+
+	/* As for acquire: a crash must not hand a claim's fence to a second worker. */
+	if (claimed > 0)
+		ForceSyncCommit();
+	return (Datum) 0;
+}
+
+/* heartbeat, complete, fail: one row update; returns the number of rows (0 or 1). */
+static uint64
+row_update(FunctionCallInfo fcinfo, TaskStmt stmt, Datum *extra, const char *extra_nulls,
+		   int nextra)
+{
+	TaskTable *tt = arg_table(fcinfo, 0);
+	Datum id = arg_id(fcinfo, 1, tt);
+	int64 fence = arg_fence(fcinfo, 2);
+	Oid argtypes[ROW_MAX_NARGS] = {tt->pktype, INT8OID, TIMESTAMPTZOID, TEXTOID};
+	Datum values[ROW_MAX_NARGS];
+	char nulls[ROW_MAX_NARGS];
+	uint64 n;
+
+	values[0] = id;
+	values[1] = Int64GetDatum(fence);
+	nulls[0] = nulls[1] = ' ';
+	for (int i = 0; i < nextra; i++)
+	{
+		values[i + 2] = extra[i];
+		nulls[i + 2] = extra_nulls[i];
+	}
+	if (SPI_connect() != SPI_OK_CONNECT)
+		elog(ERROR, "SPI_connect failed");
+	n = task_run(tt, stmt, 2 + nextra, argtypes, values, nulls);
+	return n;
+}
+
+Datum
+fencelock_heartbeat(PG_FUNCTION_ARGS)
+{
+	int64 ttl = fl_arg_ttl(fcinfo, 3);
+	Datum extra[1];
+	uint64 n;
+
+	extra[0] = TimestampTzGetDatum(GetCurrentTimestamp() + ttl);
+	n = row_update(fcinfo, STMT_HEARTBEAT, extra, " ", 1);
+	if (SPI_finish() != SPI_OK_FINISH)
+		elog(ERROR, "SPI_finish failed");
+	PG_RETURN_BOOL(n == 1);
+}
+
+Datum
+fencelock_complete(PG_FUNCTION_ARGS)
+{
+	uint64 n = row_update(fcinfo, STMT_COMPLETE, NULL, NULL, 0);
+
+	if (SPI_finish() != SPI_OK_FINISH)
+		elog(ERROR, "SPI_finish failed");
+	PG_RETURN_BOOL(n == 1);
+}
+
+Datum
+fencelock_fail(PG_FUNCTION_ARGS)
+{
+	TaskTable *tt = arg_table(fcinfo, 0);
+	Datum extra[2] = {(Datum) 0, (Datum) 0};
+	char extra_nulls[2] = {'n', 'n'};
+	Datum state = (Datum) 0;
+	bool found;
+
+	if (!PG_ARGISNULL(3))
+	{
+		if (!tt->has[COL_LAST_ERROR])
+			ereport(ERROR, (errcode(ERRCODE_UNDEFINED_COLUMN),
+							errmsg("table \"%s\" has no column for the error", tt->relname),
+							errhint("Add a last_error text column and run "
+									"fencelock.enable_tasks again, or pass error => NULL.")));
+		extra[1] = PG_GETARG_DATUM(3);
+		extra_nulls[1] = ' ';
+	}
+	if (!PG_ARGISNULL(4))
+	{
+		Interval *backoff = PG_GETARG_INTERVAL_P(4);
+
+		if (!tt->has[COL_RUN_AFTER])
+			ereport(ERROR,
+					(errcode(ERRCODE_UNDEFINED_COLUMN),
+					 errmsg("table \"%s\" has no run_after column for the backoff", tt->relname),
+					 errhint("Add a run_after timestamptz column and run "
+							 "fencelock.enable_tasks again, or pass backoff => NULL.")));
+		if (backoff->time < 0 || backoff->day < 0 || backoff->month < 0)
+			ereport(ERROR, (errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+							errmsg("backoff must not be negative"),
+							errhint("Pass an interval such as '1 minute'.")));
+		extra[0] =
+			DirectFunctionCall2(timestamptz_pl_interval, TimestampTzGetDatum(GetCurrentTimestamp()),
+								IntervalPGetDatum(backoff));
+		extra_nulls[0] = ' ';
+	}
+
+	found = row_update(fcinfo, STMT_FAIL, extra, extra_nulls, 2) == 1;
+	if (found)
+	{
+		bool isnull;
+
+		/* The new state, copied out of SPI's memory before SPI_finish. */
+		state = SPI_datumTransfer(
+			SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1, &isnull), false, -1);
+	}
+	if (SPI_finish() != SPI_OK_FINISH)
+		elog(ERROR, "SPI_finish failed");
+	if (!found)
+		PG_RETURN_NULL();
+	PG_RETURN_DATUM(state);
+}
