@@ -173,8 +173,10 @@ GRANT SELECT ON TABLE fencelock.history TO pg_read_all_stats;
 -- leases gains how the lease was granted and, when preloaded, the number of waiters.
 CREATE OR REPLACE VIEW fencelock.leases AS
 SELECT l.resource,
-       CASE WHEN pg_catalog.pg_has_role(l.holder, 'MEMBER')
-              OR pg_catalog.pg_has_role('pg_read_all_stats', 'MEMBER')
+       CASE WHEN pg_catalog.pg_has_role('pg_read_all_stats', 'MEMBER')
+              OR EXISTS (SELECT FROM pg_catalog.pg_roles AS r
+                          WHERE r.rolname OPERATOR(pg_catalog.=) l.holder
+                            AND pg_catalog.pg_has_role(r.oid, 'MEMBER'))
             THEN l.owner END AS owner,
        l.fence,
        l.acquired_at,
@@ -184,7 +186,7 @@ SELECT l.resource,
        CASE WHEN l.owner IS NULL THEN 'free'
             WHEN l.expires_at OPERATOR(pg_catalog.>) c.now THEN 'held'
             ELSE 'expired' END AS state,
-       l.holder::pg_catalog.regrole AS holder,
+       l.holder,
        CASE l.granted_how WHEN 'n' THEN 'new' WHEN 'r' THEN 'after release'
             WHEN 'e' THEN 'after own expiry' WHEN 't' THEN 'taken over' END AS granted_how,
        fencelock.waiters(l.resource) AS waiters

@@ -9,7 +9,7 @@ CREATE TABLE fencelock.lease (
     fence       pg_catalog.int8 NOT NULL,       -- latest fence issued; never goes back
     acquired_at pg_catalog.timestamptz,         -- start of the current (or last) grant
     expires_at  pg_catalog.timestamptz,         -- deadline; the release time once released
-    holder      pg_catalog.oid                  -- role that took the lease
+    holder      pg_catalog.name                 -- role that took the lease (by name, so dumps carry it)
 ) WITH (fillfactor = 70);
 
 -- The highest fence among purged rows: a resource that comes back starts above it.
@@ -71,8 +71,10 @@ LANGUAGE C;
 -- the role that took the lease and to members of pg_read_all_stats (superusers see all).
 CREATE VIEW fencelock.leases AS
 SELECT l.resource,
-       CASE WHEN pg_catalog.pg_has_role(l.holder, 'MEMBER')
-              OR pg_catalog.pg_has_role('pg_read_all_stats', 'MEMBER')
+       CASE WHEN pg_catalog.pg_has_role('pg_read_all_stats', 'MEMBER')
+              OR EXISTS (SELECT FROM pg_catalog.pg_roles AS r
+                          WHERE r.rolname OPERATOR(pg_catalog.=) l.holder
+                            AND pg_catalog.pg_has_role(r.oid, 'MEMBER'))
             THEN l.owner END AS owner,
        l.fence,
        l.acquired_at,
@@ -82,7 +84,7 @@ SELECT l.resource,
        CASE WHEN l.owner IS NULL THEN 'free'
             WHEN l.expires_at OPERATOR(pg_catalog.>) c.now THEN 'held'
             ELSE 'expired' END AS state,
-       l.holder::pg_catalog.regrole AS holder
+       l.holder
   FROM fencelock.lease AS l,
        LATERAL (SELECT pg_catalog.clock_timestamp() AS now) AS c;
 

@@ -1150,7 +1150,7 @@ fencelock_claim(PG_FUNCTION_ARGS)
 
 	/* As for acquire: a crash must not hand a claim's fence to a second worker. */
 	if (claimed > 0)
-		ForceSyncCommit();
+		fl_commit_durably();
 	return (Datum) 0;
 }
 

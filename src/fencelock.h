@@ -79,6 +79,7 @@ typedef struct FlGrant
 } FlGrant;
 
 extern int64 fl_timeline_base(void);
+extern void fl_commit_durably(void);
 extern void fl_try_acquire(text *resource, text *owner, int64 ttl, int api, bool want_expiry,
 						   FlGrant *g);
 extern bool fl_release(text *resource, text *owner, int api);

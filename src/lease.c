@@ -15,6 +15,7 @@
 #include "shmem.h"
 #include "miscadmin.h"
 #include "utils/builtins.h"
+#include "utils/guc.h"
 #include "utils/timestamp.h"
 
 PG_FUNCTION_INFO_V1(fencelock_acquire);
@@ -44,7 +45,7 @@ static FlStmt acquire_update = {
 	"  OR l.owner OPERATOR(pg_catalog.=) $2) "
 	"RETURNING l.fence",
 	6,
-	{TEXTOID, TEXTOID, TIMESTAMPTZOID, TIMESTAMPTZOID, INT8OID, OIDOID}};
+	{TEXTOID, TEXTOID, TIMESTAMPTZOID, TIMESTAMPTZOID, INT8OID, NAMEOID}};
 
 /* $1..$4, $6 as above, $5 the new row's fence */
 static FlStmt acquire_insert = {
@@ -53,7 +54,7 @@ static FlStmt acquire_insert = {
 	"VALUES ($1, $2, $5, $3, $4, $6) "
 	"ON CONFLICT (resource) DO NOTHING RETURNING l.fence",
 	6,
-	{TEXTOID, TEXTOID, TIMESTAMPTZOID, TIMESTAMPTZOID, INT8OID, OIDOID}};
+	{TEXTOID, TEXTOID, TIMESTAMPTZOID, TIMESTAMPTZOID, INT8OID, NAMEOID}};
 
 /*
  * API 0.2.0 grants also record how the lease was granted (lease.granted_how: n new resource,
@@ -75,7 +76,7 @@ static FlStmt acquire_update_v2 = {
 	"  OR l.owner OPERATOR(pg_catalog.=) $2) "
 	"RETURNING l.fence, l.granted_how, l.acquired_at OPERATOR(pg_catalog.=) $3",
 	7,
-	{TEXTOID, TEXTOID, TIMESTAMPTZOID, TIMESTAMPTZOID, INT8OID, OIDOID, TIMESTAMPTZOID}};
+	{TEXTOID, TEXTOID, TIMESTAMPTZOID, TIMESTAMPTZOID, INT8OID, NAMEOID, TIMESTAMPTZOID}};
 
 static FlStmt acquire_insert_v2 = {
 	"INSERT INTO fencelock.lease AS l "
@@ -83,7 +84,7 @@ static FlStmt acquire_insert_v2 = {
 	"VALUES ($1, $2, $5, $3, $4, $6, 'n') "
 	"ON CONFLICT (resource) DO NOTHING RETURNING l.fence, l.granted_how, true",
 	6,
-	{TEXTOID, TEXTOID, TIMESTAMPTZOID, TIMESTAMPTZOID, INT8OID, OIDOID}};
+	{TEXTOID, TEXTOID, TIMESTAMPTZOID, TIMESTAMPTZOID, INT8OID, NAMEOID}};
 
 /* For a waiter: when the current holder's lease runs out ($1 resource). */
 static FlStmt holder_expiry = {"SELECT l.expires_at FROM fencelock.lease AS l "
@@ -185,28 +186,36 @@ fl_arg_ttl(FunctionCallInfo fcinfo, int argno)
 	int64 us;
 	int64 days_us;
 	int64 months_us;
+	bool overflow;
 
 	if (PG_ARGISNULL(argno))
 		ereport(ERROR, (errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED), errmsg("ttl must not be null"),
 						errhint("Pass a positive interval such as '30 seconds'.")));
 	iv = PG_GETARG_INTERVAL_P(argno);
-	if (!FL_INTERVAL_IS_FINITE(iv) ||
-		pg_mul_s64_overflow((int64) iv->day, USECS_PER_DAY, &days_us) ||
-		pg_mul_s64_overflow((int64) iv->month, DAYS_PER_MONTH * USECS_PER_DAY, &months_us) ||
-		pg_add_s64_overflow(iv->time, days_us, &us) || pg_add_s64_overflow(us, months_us, &us) ||
-		us > (int64) fencelock_max_ttl_s * USECS_PER_SEC)
-		ereport(ERROR,
-				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
-				 errmsg("ttl %s is longer than fencelock.max_ttl (%d s)",
-						DatumGetCString(DirectFunctionCall1(interval_out, IntervalPGetDatum(iv))),
-						fencelock_max_ttl_s),
-				 errhint("Renew a shorter lease instead, or raise fencelock.max_ttl.")));
+	overflow = !FL_INTERVAL_IS_FINITE(iv) ||
+			   pg_mul_s64_overflow((int64) iv->day, USECS_PER_DAY, &days_us) ||
+			   pg_mul_s64_overflow((int64) iv->month, DAYS_PER_MONTH * USECS_PER_DAY, &months_us) ||
+			   pg_add_s64_overflow(iv->time, days_us, &us) ||
+			   pg_add_s64_overflow(us, months_us, &us);
+	/* The sign of an interval too large for microseconds: from a floating-point sum. */
+	if (overflow)
+		us = ((double) iv->time + (double) iv->day * USECS_PER_DAY +
+			  (double) iv->month * DAYS_PER_MONTH * USECS_PER_DAY) < 0
+				 ? PG_INT64_MIN
+				 : PG_INT64_MAX;
 	if (us <= 0)
 		ereport(ERROR,
 				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
 				 errmsg("ttl %s is not positive",
 						DatumGetCString(DirectFunctionCall1(interval_out, IntervalPGetDatum(iv)))),
 				 errhint("Pass a positive interval such as '30 seconds'.")));
+	if (us > (int64) fencelock_max_ttl_s * USECS_PER_SEC)
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("ttl %s is longer than fencelock.max_ttl (%d s)",
+						DatumGetCString(DirectFunctionCall1(interval_out, IntervalPGetDatum(iv))),
+						fencelock_max_ttl_s),
+				 errhint("Renew a shorter lease instead, or raise fencelock.max_ttl.")));
 	return us;
 }
 
@@ -262,6 +271,22 @@ fl_above_floor(Datum resource, int64 fence)
 }
 
 /*
+ * A fence is valid once its grant has committed; the grant must survive a crash and a failover
+ * to a synchronous standby even where the session runs with synchronous_commit = off or local,
+ * or two owners could receive the same fence.  Raise the setting to at least 'on' for this
+ * transaction (as SET LOCAL would), and force the local flush too, in case a function's own SET
+ * clause restores a lower value before the commit.
+ */
+void
+fl_commit_durably(void)
+{
+	if (synchronous_commit < SYNCHRONOUS_COMMIT_REMOTE_FLUSH)
+		(void) set_config_option("synchronous_commit", "on", PGC_USERSET, PGC_S_SESSION,
+								 GUC_ACTION_LOCAL, true, 0, false);
+	ForceSyncCommit();
+}
+
+/*
  * One attempt at a grant, without waiting.  Fills *g; on a busy resource with want_expiry, also
  * the holder's deadline (0 when unknown).
  */
@@ -281,7 +306,7 @@ fl_try_acquire(text *resource, text *owner, int64 ttl, int api, bool want_expiry
 	values[2] = TimestampTzGetDatum(now);
 	values[3] = TimestampTzGetDatum(now + ttl);
 	values[4] = Int64GetDatum(base);
-	values[5] = ObjectIdGetDatum(GetUserId());
+	values[5] = DirectFunctionCall1(namein, CStringGetDatum(GetUserNameFromId(GetUserId(), false)));
 	values[6] = TimestampTzGetDatum(now - (int64) fencelock_lock_delay_ms * 1000);
 
 	fl_begin(&session);
@@ -345,11 +370,7 @@ fl_try_acquire(text *resource, text *owner, int64 ttl, int api, bool want_expiry
 							text_to_cstring(resource), g->fence)));
 	}
 
-	/*
-	 * A fence is valid once its grant has committed; it must survive a crash even where the
-	 * session runs with synchronous_commit = off, or two owners could receive the same fence.
-	 */
-	ForceSyncCommit();
+	fl_commit_durably();
 }
 
 static Datum

@@ -44,5 +44,5 @@ RESET ROLE;
 SELECT owner, state FROM fencelock.leases WHERE resource = 'priv:alice';
 DROP SCHEMA regress_evil CASCADE;
 DROP ROLE regress_alice, regress_bob, regress_reader;
--- A lease whose role was dropped still shows; its holder is the bare role OID.
+-- A lease whose role was dropped still shows, with the role name it was taken under.
 SELECT state, owner FROM fencelock.leases WHERE resource = 'priv:alice';

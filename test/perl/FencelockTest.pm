@@ -1,0 +1,121 @@
+# FencelockTest — helpers shared by fencelock's TAP tests (test/t/0[1-4]*.pl).
+#
+# Every test starts its own nodes: fl_node() gives one with fencelock in shared_preload_libraries,
+# started, with the extension created.
+package FencelockTest;
+
+use strict;
+use warnings FATAL => 'all';
+
+use Exporter 'import';
+use IPC::Run;
+use PostgreSQL::Test::Cluster;
+use PostgreSQL::Test::Utils;
+use Test::More;
+
+our @EXPORT = qw(fl_node fl_error fl_lease_digest fl_no_crash fl_parse_rows fl_client);
+
+# fl_node(NAME, init => {...}, conf => "extra lines", start => 0, create => 0)
+sub fl_node
+{
+	my ($name, %opt) = @_;
+	my $node = PostgreSQL::Test::Cluster->new($name);
+
+	$node->init(%{ $opt{init} // {} });
+	$node->append_conf('postgresql.conf',
+		"shared_preload_libraries = 'fencelock'\n" . ($opt{conf} // ''));
+	return $node if defined $opt{start} && !$opt{start};
+	$node->start;
+	$node->safe_psql('postgres', 'CREATE EXTENSION fencelock')
+	  unless defined $opt{create} && !$opt{create};
+	return $node;
+}
+
+# fl_error(NODE, DB, SQL, %psql_params): run SQL (in one psql, VERBOSITY verbose) and return
+# (sqlstate, message) of its first error, or () when it raised none.  psql_params go to
+# PostgreSQL::Test::Cluster::psql (e.g. extra_params => ['-U', 'app']).
+sub fl_error
+{
+	my ($node, $db, $sql, %params) = @_;
+	my ($out, $err) = ('', '');
+
+	$node->psql($db, "\\set VERBOSITY verbose\n$sql",
+		stdout => \$out, stderr => \$err, on_error_stop => 1, %params);
+	return ($1, $2) if $err =~ /ERROR:  ([0-9A-Z]{5}): ([^\n]*)/;
+	return ();
+}
+
+# A digest of every lease row and of the fence floor: equal digests, unchanged tables.
+sub fl_lease_digest
+{
+	my ($node, $db) = @_;
+	return $node->safe_psql($db // 'postgres', q{
+		SELECT md5(
+		    (SELECT coalesce(string_agg(l::text, E'\n' ORDER BY l.resource), '')
+		       FROM fencelock.lease AS l)
+		    || '/' ||
+		    (SELECT coalesce(string_agg(f::text, ','), '') FROM fencelock.fence_floor AS f))});
+}
+
+# The server did not crash: no backend died of a signal (which would make the postmaster
+# restart everything) and the node still answers.
+sub fl_no_crash
+{
+	my ($node, $what) = @_;
+	my $log = slurp_file($node->logfile);
+
+	unlike($log, qr/terminated by signal|was terminated by exception|TRAP:|PANIC:/,
+		"$what: no backend crashed");
+	is($node->safe_psql('postgres', 'SELECT 1'), '1', "$what: the server still answers");
+}
+
+# Rows of psql -XAt output ("a|b|c" lines) as array refs.
+sub fl_parse_rows
+{
+	my ($out) = @_;
+	return map { [ split /\|/, $_, -1 ] } grep { $_ ne '' } split /\n/, $out;
+}
+
+# fl_client(CONNSTR): a psql session kept open on any connection string (a node, or a pooler in
+# front of it), for tests that need several client connections at once.
+#   $c->query(SQL) returns (stdout, stderr) of SQL, errors in VERBOSITY verbose ("ERROR:  FL001: ...");
+#   $c->quit.
+sub fl_client
+{
+	my ($connstr) = @_;
+	my $self = bless { in => '', out => '', err => '', n => 0 }, 'FencelockTest::Client';
+
+	$self->{timer} = IPC::Run::timer($PostgreSQL::Test::Utils::timeout_default);
+	$self->{run} = IPC::Run::start(
+		[ 'psql', '-XAtq', '-d', $connstr, '-f', '-' ],
+		'<' => \$self->{in}, '>' => \$self->{out}, '2>' => \$self->{err}, $self->{timer});
+	$self->query('\set VERBOSITY verbose');
+	return $self;
+}
+
+package FencelockTest::Client;
+
+sub query
+{
+	my ($self, $sql) = @_;
+	my $mark = "fl_client: done " . ++$self->{n};
+
+	$self->{timer}->start($PostgreSQL::Test::Utils::timeout_default);
+	$self->{in} .= "$sql\n;\n\\echo '$mark'\n\\warn '$mark'\n";
+	$self->{run}->pump until $self->{out} =~ /\Q$mark\E\n/ && $self->{err} =~ /\Q$mark\E\n/;
+	my ($out, $err) = ($self->{out}, $self->{err});
+	$out =~ s/\Q$mark\E\n//;
+	$err =~ s/\Q$mark\E\n//;
+	($self->{out}, $self->{err}) = ('', '');
+	chomp $out;
+	return wantarray ? ($out, $err) : $out;
+}
+
+sub quit
+{
+	my ($self) = @_;
+	$self->{in} .= "\\q\n";
+	$self->{run}->finish;
+}
+
+1;

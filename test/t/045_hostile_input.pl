@@ -1,0 +1,293 @@
+# Bad input at scale: a generated set of hostile calls — NULLs, empty, huge and odd keys and owners
+# (over the byte limits, control characters, multibyte, random Unicode), negative, zero, enormous
+# and malformed TTLs, wrong types and arities, misused fence triggers (AFTER, STATEMENT, INSERT,
+# DELETE, TRUNCATE, INSTEAD OF, missing, system, dropped and non-integer columns, bad options),
+# and an unprivileged role reaching for the tables.  Each one gets a clear error with the
+# documented SQLSTATE (never XX000, the internal-error class), the server does not crash, and no
+# lease row or fence floor changes.
+use strict;
+use warnings FATAL => 'all';
+
+use Encode ();
+use FencelockTest;
+use PostgreSQL::Test::Utils;
+use Test::More;
+
+my $node = fl_node('hostile', init => { extra => [ '--encoding=UTF8', '--locale=C' ] });
+
+# Leases to protect: a held one (the functions are called on it with bad arguments, so a missing
+# check would change it), an expired one, a free one, and a fence floor.
+$node->safe_psql('postgres', q{
+	CREATE ROLE app LOGIN;
+	SELECT fencelock.acquire('hostile:gone', 'w1', '1 hour');
+	SELECT fencelock.release('hostile:gone', 'w1');
+	SELECT fencelock.purge('0');
+	SELECT fencelock.acquire('hostile:held', 'holder', '1 hour');
+	SELECT fencelock.acquire('hostile:expired', 'old', '1 millisecond');
+	SELECT fencelock.acquire('hostile:free', 'w1', '1 hour');
+	SELECT fencelock.release('hostile:free', 'w1');
+});
+
+# Tables with misused fence triggers.
+$node->safe_psql('postgres', q{
+	CREATE TABLE t (id int PRIMARY KEY, last_fence bigint, f_text text, f_num numeric,
+	                f_bool bool, f_arr bigint[], f_gone bigint);
+	INSERT INTO t VALUES (1, 5, '5', 5, true, '{5}', 5);
+	CREATE VIEW v AS SELECT * FROM t;
+	CREATE TABLE t_after (LIKE t);       INSERT INTO t_after SELECT * FROM t;
+	CREATE TABLE t_stmt (LIKE t);        INSERT INTO t_stmt SELECT * FROM t;
+	CREATE TABLE t_ins (LIKE t);
+	CREATE TABLE t_del (LIKE t);         INSERT INTO t_del SELECT * FROM t;
+	CREATE TABLE t_trunc (LIKE t);
+	CREATE TABLE t_constraint (LIKE t);  INSERT INTO t_constraint SELECT * FROM t;
+	CREATE TRIGGER a AFTER UPDATE ON t_after FOR EACH ROW EXECUTE FUNCTION fencelock.fence_trigger();
+	CREATE TRIGGER s BEFORE UPDATE ON t_stmt FOR EACH STATEMENT EXECUTE FUNCTION fencelock.fence_trigger();
+	CREATE TRIGGER i BEFORE INSERT ON t_ins FOR EACH ROW EXECUTE FUNCTION fencelock.fence_trigger();
+	CREATE TRIGGER d BEFORE DELETE ON t_del FOR EACH ROW EXECUTE FUNCTION fencelock.fence_trigger();
+	CREATE TRIGGER tr BEFORE TRUNCATE ON t_trunc FOR EACH STATEMENT EXECUTE FUNCTION fencelock.fence_trigger();
+	CREATE CONSTRAINT TRIGGER c AFTER UPDATE ON t_constraint DEFERRABLE INITIALLY DEFERRED
+	    FOR EACH ROW EXECUTE FUNCTION fencelock.fence_trigger();
+	CREATE TRIGGER io INSTEAD OF UPDATE ON v FOR EACH ROW EXECUTE FUNCTION fencelock.fence_trigger();
+});
+my %column_trigger = (
+	missing => [ q{'no_such_column'}, '42703' ],
+	empty_name => [ q{''}, '42703' ],
+	system_ctid => [ q{'ctid'}, '42703' ],
+	system_xmin => [ q{'xmin'}, '42703' ],
+	dropped => [ q{'f_gone'}, '42703' ],
+	text => [ q{'f_text'}, '42804' ],
+	numeric => [ q{'f_num'}, '42804' ],
+	boolean => [ q{'f_bool'}, '42804' ],
+	array => [ q{'f_arr'}, '42804' ],
+	bad_option => [ q{'last_fence', 'sticky'}, '22023' ],
+	upper_option => [ q{'last_fence', 'STRICT'}, '22023' ],
+	empty_option => [ q{'last_fence', ''}, '22023' ],
+	option_first => [ q{'strict'}, '42703' ],
+	strict => [ q{'last_fence', 'strict'}, undef ],
+	plain => [ q{'last_fence'}, undef ],
+);
+foreach my $name (sort keys %column_trigger)
+{
+	$node->safe_psql('postgres', qq{
+		CREATE TABLE t_$name (LIKE t); INSERT INTO t_$name SELECT * FROM t;
+		CREATE TRIGGER fence BEFORE UPDATE ON t_$name FOR EACH ROW
+		    EXECUTE FUNCTION fencelock.fence_trigger($column_trigger{$name}[0]);});
+}
+$node->safe_psql('postgres', 'ALTER TABLE t_dropped DROP COLUMN f_gone');
+
+# The cases: [what, SQL on one line, expected SQLSTATE].
+my @cases;
+sub case { push @cases, [@_]; }
+
+my $held = q{'hostile:held'};
+my $holder = q{'holder'};
+my $ttl = q{'1 minute'};
+
+my @bad_resources = (
+	[ 'NULL resource', 'NULL', '22004' ],
+	[ 'empty resource', q{''}, '22023' ],
+	[ '1025-byte literal resource', q{'} . ('k' x 1025) . q{'}, '54000' ],
+	[ '1025 control characters', q{(SELECT string_agg(chr(1 + i % 31), '') FROM generate_series(1, 1025) AS i)}, '54000' ],
+	[ '513 two-byte characters (1026 bytes)', q{repeat('é', 513)}, '54000' ],
+	[ '342 three-byte characters (1026 bytes)', q{repeat('€', 342)}, '54000' ],
+	[ '257 four-byte characters (1028 bytes)', q{repeat('😀', 257)}, '54000' ],
+	[ '10 MB resource', q{repeat('x', 10 * 1024 * 1024)}, '54000' ],
+	[ '1 MB of key separators', q{repeat(':\\', 512 * 1024)}, '54000' ],
+);
+my @bad_owners = (
+	[ 'NULL owner', 'NULL', '22004' ],
+	[ 'empty owner', q{''}, '22023' ],
+	[ '257-byte owner', q{repeat('o', 257)}, '54000' ],
+	[ '129 two-byte characters (258 bytes)', q{repeat('é', 129)}, '54000' ],
+	[ '65 four-byte characters (260 bytes)', q{repeat('😀', 65)}, '54000' ],
+	[ '1 MB owner', q{repeat('o', 1024 * 1024)}, '54000' ],
+);
+my @bad_ttls = (
+	[ 'NULL ttl', 'NULL', '22004' ],
+	[ 'zero ttl', q{'0'}, '22023' ],
+	[ 'negative ttl', q{'-1 second'}, '22023' ],
+	[ 'negative microsecond', q{'-1 microsecond'}, '22023' ],
+	[ 'month minus 30 days (zero)', q{'1 month -30 days'}, '22023' ],
+	[ 'day minus a day and a microsecond', q{'1 day -24:00:00.000001'}, '22023' ],
+	[ 'just above max_ttl', q{'86400.000001 seconds'}, '22023' ],
+	[ 'a month', q{'1 month'}, '22023' ],
+	[ '178 million years', q{'178000000 years'}, '22023' ],
+	[ 'minus 178 million years', q{'-178000000 years'}, '22023' ],
+	[ 'int32-max days', q{'2147483647 days'}, '22023' ],
+	[ 'int32-min days', q{'-2147483648 days'}, '22023' ],
+	[ 'int32-max days and int64-ish hours', q{'2147483647 days 2562047788 hours'}, '22023' ],
+	[ 'days and months overflowing together', q{'178000000 years 2147483647 days'}, '22023' ],
+	[ 'interval out of range', q{'300000000 years'}, '22008' ],
+	[ 'malformed ttl', q{'soon'}, '22007' ],
+);
+
+foreach my $r (@bad_resources)
+{
+	case("acquire: $r->[0]", "SELECT fencelock.acquire($r->[1], $holder, $ttl);", $r->[2]);
+	case("renew: $r->[0]", "SELECT fencelock.renew($r->[1], $holder, $ttl);", $r->[2]);
+	case("release: $r->[0]", "SELECT fencelock.release($r->[1], $holder);", $r->[2]);
+	case("current_fence: $r->[0]", "SELECT fencelock.current_fence($r->[1]);", $r->[2]);
+	case("assert_fence: $r->[0]", "SELECT fencelock.assert_fence($r->[1], 1);", $r->[2]);
+}
+foreach my $o (@bad_owners)
+{
+	case("acquire: $o->[0]", "SELECT fencelock.acquire($held, $o->[1], $ttl);", $o->[2]);
+	case("renew: $o->[0]", "SELECT fencelock.renew($held, $o->[1], $ttl);", $o->[2]);
+	case("release: $o->[0]", "SELECT fencelock.release($held, $o->[1]);", $o->[2]);
+}
+foreach my $t (@bad_ttls)
+{
+	case("acquire: $t->[0]", "SELECT fencelock.acquire($held, $holder, $t->[1]);", $t->[2]);
+	case("acquire of a free resource: $t->[0]", "SELECT fencelock.acquire('hostile:free', 'w2', $t->[1]);", $t->[2]);
+	case("acquire of a new resource: $t->[0]", "SELECT fencelock.acquire('hostile:new', 'w2', $t->[1]);", $t->[2]);
+	case("renew: $t->[0]", "SELECT fencelock.renew($held, $holder, $t->[1]);", $t->[2]);
+}
+# Odd keys that are valid in themselves, with an invalid ttl: the key is never stored.
+foreach my $k (
+	[ 'control characters', q{(SELECT string_agg(chr(i), '') FROM generate_series(1, 31) AS i)} ],
+	[ 'a 1024-byte key (the limit)', q{repeat('k', 1024)} ],
+	[ '512 two-byte characters (1024 bytes)', q{repeat('é', 512)} ],
+	[ 'quotes and backslashes', q{E'\'\\\\";--'} ],
+	[ 'a single space', q{' '} ],
+	[ 'right-to-left and zero-width characters', q{E'\u202Ekey\u200B'} ])
+{
+	case("acquire: $k->[0] with a negative ttl", "SELECT fencelock.acquire($k->[1], 'w2', '-1 second');", '22023');
+	case("acquire: $k->[0] with a NULL owner", "SELECT fencelock.acquire($k->[1], NULL);", '22004');
+}
+# Random Unicode keys and owners (NUL-free), fixed seed.  Over the byte limit: 54000; else a bad ttl: 22023.
+srand(20241129);
+my @pool = ([ 0x20, 0x7e ], [ 0x01, 0x1f ], [ 0x80, 0xff ], [ 0x300, 0x36f ], [ 0x4e00, 0x9fff ],
+	[ 0x1f600, 0x1f64f ], [ 0xfff0, 0xfffd ]);
+foreach my $i (1 .. 60)
+{
+	my $len = 1 + int(rand($i % 2 ? 1400 : 400));
+	my $s = join('', map { my $r = $pool[ int(rand(@pool)) ]; chr($r->[0] + int(rand($r->[1] - $r->[0] + 1))) } 1 .. $len);
+	my $bytes = Encode::encode('UTF-8', $s);
+	my $sql = "convert_from('\\x" . unpack('H*', $bytes) . "'::bytea, 'UTF8')";
+	my $n = length($bytes);
+	case("random key $i ($n bytes)", "SELECT fencelock.acquire($sql, 'w2', '0');", $n > 1024 ? '54000' : '22023');
+	case("random owner $i ($n bytes)", "SELECT fencelock.renew($held, $sql, '-1 day');", $n > 256 ? '54000' : '22023');
+}
+case('invalid UTF-8 key', q{SELECT fencelock.acquire(convert_from('\xc3'::bytea, 'UTF8'), 'w2');}, '22021');
+
+# Fences and idle intervals.
+case('assert_fence: NULL fence', "SELECT fencelock.assert_fence($held, NULL);", '22004');
+my $held_fence = $node->safe_psql('postgres', "SELECT fencelock.current_fence($held)");
+case("assert_fence: $_ on a held lease of fence $held_fence", "SELECT fencelock.assert_fence($held, $_);", 'FL001')
+  foreach (0, -1, $held_fence - 1, $held_fence + 1, '-9223372036854775808', '9223372036854775807');
+case('assert_fence: a resource never issued', "SELECT fencelock.assert_fence('hostile:never', 1);", 'FL001');
+case('assert_fence: a purged resource', "SELECT fencelock.assert_fence('hostile:gone', 1);", 'FL001');
+case('purge: NULL idle', 'SELECT fencelock.purge(NULL);', '22004');
+case("purge: $_", "SELECT fencelock.purge('$_');", '22023')
+  foreach ('-1 second', '-1 day', '-1 month', '1 month -40 days', '-178000000 years');
+
+# Keys.
+case('key: NULL part', 'SELECT fencelock.key(NULL);', '22004');
+case('key: NULL array', 'SELECT fencelock.key(VARIADIC NULL::text[]);', '22004');
+case('key: a NULL among parts', q{SELECT fencelock.key('a', NULL, 'b');}, '22004');
+case('key: no parts', q{SELECT fencelock.key(VARIADIC '{}'::text[]);}, '22023');
+case('key: two-dimensional parts', q{SELECT fencelock.key(VARIADIC '{{a,b},{c,d}}'::text[]);}, '22023');
+
+# Wrong types and arities.
+case('acquire(int, int)', 'SELECT fencelock.acquire(1, 2);', '42883');
+case('acquire with an integer ttl', q{SELECT fencelock.acquire('r', 'o', 5);}, '42883');
+case('acquire with one argument', q{SELECT fencelock.acquire('r');}, '42883');
+case('acquire with seven arguments', q{SELECT fencelock.acquire('r', 'o', '1 s', 1, 2, 3, 4);}, '42883');
+case('acquire with an array', q{SELECT fencelock.acquire(ARRAY['r'], 'o');}, '42883');
+case('renew with a boolean', q{SELECT fencelock.renew('r', true);}, '42883');
+case('release with a json', q{SELECT fencelock.release('r', '{}'::json);}, '42883');
+case('assert_fence with text', q{SELECT fencelock.assert_fence('r', 'one');}, '22P02');
+case('assert_fence with numeric', q{SELECT fencelock.assert_fence('r', 1.5);}, '42883');
+case('assert_fence with a fence over int8', q{SELECT fencelock.assert_fence('r', '9223372036854775808');}, '22003');
+case('purge with an integer', 'SELECT fencelock.purge(5);', '42883');
+case('purge with malformed text', q{SELECT fencelock.purge('soon');}, '22007');
+case('key with integers', 'SELECT fencelock.key(1, 2);', '42883');
+case('current_fence of an integer', 'SELECT fencelock.current_fence(NULL::int);', '42883');
+case('fence_trigger called directly', 'SELECT fencelock.fence_trigger();', '39P01');
+
+# Misused triggers, and fenced writes that must be refused.
+case('AFTER UPDATE trigger', 'UPDATE t_after SET last_fence = 6;', '39P01');
+case('FOR EACH STATEMENT trigger', 'UPDATE t_stmt SET last_fence = 6;', '39P01');
+case('BEFORE INSERT trigger', 'INSERT INTO t_ins SELECT * FROM t;', '39P01');
+case('BEFORE DELETE trigger', 'DELETE FROM t_del;', '39P01');
+case('BEFORE TRUNCATE trigger', 'TRUNCATE t_trunc;', '39P01');
+case('deferred constraint trigger', 'UPDATE t_constraint SET last_fence = 6;', '39P01');
+case('INSTEAD OF trigger on a view', 'UPDATE v SET last_fence = 6;', '39P01');
+foreach my $name (sort keys %column_trigger)
+{
+	next unless defined $column_trigger{$name}[1];
+	case("trigger column $name", "UPDATE t_$name SET last_fence = 6;", $column_trigger{$name}[1]);
+}
+case('fenced write: NULL fence', 'UPDATE t_plain SET last_fence = NULL;', 'FL002');
+case('fenced write: fence column not assigned', 'UPDATE t_plain SET f_text = $$x$$;', 'FL002');
+case('fenced write: older fence', 'UPDATE t_plain SET last_fence = 4;', 'FL001');
+case('fenced write: int8 minimum', 'UPDATE t_plain SET last_fence = -9223372036854775808;', 'FL001');
+case('fenced write: equal fence, strict', 'UPDATE t_strict SET last_fence = 5;', 'FL001');
+
+# Run them all in one psql, one case per line; psql reports each error with its line.
+my $before = fl_lease_digest($node);
+my $file = $node->basedir . '/hostile.sql';
+append_to_file($file, join('', map { "$_->[1]\n" } @cases));
+my ($out, $err) = ('', '');
+$node->psql('postgres', undef, extra_params => [ '-v', 'VERBOSITY=verbose', '-f', $file ],
+	stdout => \$out, stderr => \$err, on_error_stop => 0);
+my %error;
+while ($err =~ /^psql:[^\n]*?:(\d+): ERROR:  ([0-9A-Z]{5}): ([^\n]*)$/mg)
+{
+	$error{$1} = [ $2, $3 ];
+}
+my ($internal, $wrong, $elog) = (0, 0, 0);
+foreach my $i (0 .. $#cases)
+{
+	my ($what, $sql, $want) = @{ $cases[$i] };
+	my $got = $error{ $i + 1 };
+	if (!$got)
+	{
+		fail("$what: raised no error");
+		next;
+	}
+	note "$what: $got->[0]: $got->[1]";
+	$internal++ if $got->[0] eq 'XX000';
+	$elog++ if $got->[1] =~ /SPI_|cache lookup|unrecognized|unexpected|failed for/;
+	next if $got->[0] eq $want && $got->[1] ne '';
+	$wrong++;
+	is("$got->[0]: $got->[1]", "$want: ...", "$what: SQLSTATE");
+}
+is($internal, 0, scalar(@cases) . ' hostile calls: none raised an internal error (XX000)');
+is($wrong, 0, scalar(@cases) . ' hostile calls: each raised its documented SQLSTATE with a message');
+is($elog, 0, scalar(@cases) . ' hostile calls: no message is an internal one (SPI, cache lookup)');
+foreach my $i (grep { $cases[$_][0] =~ /^acquire: (int32-min days|minus 178 million years)$/ } 0 .. $#cases)
+{
+	like($error{ $i + 1 }[1], qr/not positive/, "$cases[$i][0]: the message says the ttl is not positive");
+}
+is(fl_lease_digest($node), $before, 'no lease row and no fence floor changed');
+
+# An unprivileged role reaching past the functions.
+my @denied = (
+	'SELECT * FROM fencelock.lease',
+	q{UPDATE fencelock.lease SET fence = 0},
+	'DELETE FROM fencelock.lease',
+	q{INSERT INTO fencelock.lease (resource, fence) VALUES ('x', 1)},
+	'TRUNCATE fencelock.fence_floor',
+	'UPDATE fencelock.fence_floor SET floor = 0',
+	q{SELECT fencelock.purge('0')},
+	'ALTER TABLE fencelock.lease DISABLE TRIGGER ALL',
+	'DROP EXTENSION fencelock',
+	q{SET fencelock.max_ttl = '30d'});
+foreach my $sql (@denied)
+{
+	my ($state, $msg) = fl_error($node, 'postgres', $sql, extra_params => [ '-U', 'app' ]);
+	is($state, '42501', "role app: $sql: permission denied ($msg)");
+}
+is(fl_lease_digest($node), $before, 'still no lease row and no fence floor changed');
+
+# Odd but valid keys: handled, nothing stored.
+is( $node->safe_psql('postgres', q{
+		SELECT fencelock.current_fence(k) IS NULL, fencelock.release(k, 'nobody'), fencelock.renew(k, 'nobody')
+		  FROM (VALUES (E'\u202Ekey\u200B'), (repeat('é', 512)), ((SELECT string_agg(chr(i), '') FROM generate_series(1, 31) AS i))) AS v(k)}),
+	"t|f|f\nt|f|f\nt|f|f",
+	'odd but valid keys: no fence, nothing to release or renew');
+is(fl_lease_digest($node), $before, 'and no lease row changed');
+
+fl_no_crash($node, 'hostile input');
+done_testing();
