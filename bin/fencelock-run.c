@@ -27,7 +27,7 @@
 #define RENEW_SQL   "SELECT fencelock.renew($1, $2, $3::interval)"
 #define RELEASE_SQL "SELECT fencelock.release($1, $2)"
 #define HOLDER_SQL                                                                                 \
-	"SELECT owner, fence, pg_catalog.round(pg_catalog.date_part('epoch', "                         \
+	"SELECT holder, fence, pg_catalog.round(pg_catalog.date_part('epoch', "                         \
 	"remaining)::pg_catalog.numeric, 1) FROM fencelock.leases "                                    \
 	"WHERE resource = $1 AND state = 'held'"
 
@@ -339,7 +339,7 @@ report_busy(const Options *opt, const Lease *lease, const char *waited)
 		flrun_db_query(HOLDER_SQL, 1, params, flrun_now() + call_limit(lease), &res, &sent) ==
 			FL_DB_OK &&
 		PQntuples(res) == 1)
-		snprintf(holder, sizeof(holder), ": held by owner \"%s\" with fence %s, %s s left",
+		snprintf(holder, sizeof(holder), ": held by role \"%s\" with fence %s, %s s left",
 				 PQgetvalue(res, 0, 0), PQgetvalue(res, 0, 1), PQgetvalue(res, 0, 2));
 	PQclear(res);
 	if (holder[0] == '\0' && busy_reason[0] != '\0')

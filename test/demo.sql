@@ -31,4 +31,4 @@ SELECT fencelock.release('order-scan', 'worker-a') AS a_release,
        fencelock.release('order-scan', 'worker-b') AS b_release;
 \echo '6. the order was closed once, by worker-b:'
 SELECT * FROM orders;
-SELECT resource, fence, state FROM fencelock.leases;
+SELECT resource, fence, state, granted_how FROM fencelock.leases;
