@@ -1,6 +1,15 @@
 -- fencelock 0.1.0 -> 0.2.0: task-table claiming; waiting, several resources, statistics, history.
 \echo Use "ALTER EXTENSION fencelock UPDATE TO '0.2.0'" to load this file. \quit
 
+-- The ttl a call gets when it names none: fencelock.default_ttl, or 30 seconds where the
+-- setting is not defined (the library not loaded yet in this session).
+CREATE FUNCTION fencelock.default_ttl()
+RETURNS pg_catalog.interval
+LANGUAGE sql STABLE PARALLEL SAFE
+AS $$SELECT COALESCE(
+        pg_catalog.current_setting('fencelock.default_ttl', true)::pg_catalog.interval,
+        '30 seconds')$$;
+
 -- == task-table claiming ==
 
 -- One row per table enabled with enable_tasks: the column that plays each part of the task-table
@@ -39,7 +48,7 @@ LANGUAGE C VOLATILE;
 
 -- Not STRICT: the first argument is NULL::table, only its type matters.
 CREATE FUNCTION fencelock.claim(tasks anyelement, worker pg_catalog.text,
-                                ttl pg_catalog.interval DEFAULT '30 seconds',
+                                ttl pg_catalog.interval DEFAULT fencelock.default_ttl(),
                                 max_rows pg_catalog.int4 DEFAULT 1)
 RETURNS SETOF anyelement
 AS 'MODULE_PATHNAME', 'fencelock_claim'
@@ -49,7 +58,7 @@ LANGUAGE C VOLATILE ROWS 10;
 -- primary key, in any type that converts to the key column's type.
 CREATE FUNCTION fencelock.heartbeat(tbl pg_catalog.regclass, id anycompatible,
                                     fence pg_catalog.int8,
-                                    ttl pg_catalog.interval DEFAULT '30 seconds')
+                                    ttl pg_catalog.interval DEFAULT fencelock.default_ttl())
 RETURNS pg_catalog.bool
 AS 'MODULE_PATHNAME', 'fencelock_heartbeat'
 LANGUAGE C VOLATILE;
@@ -75,13 +84,13 @@ ALTER TABLE fencelock.lease ADD COLUMN granted_how pg_catalog."char";
 
 -- The 0.2.0 entry points count, wake waiters, honour lock_delay and write history.
 CREATE OR REPLACE FUNCTION fencelock.acquire(resource pg_catalog.text, owner pg_catalog.text,
-                                             ttl pg_catalog.interval DEFAULT '30 seconds')
+                                             ttl pg_catalog.interval DEFAULT fencelock.default_ttl())
 RETURNS pg_catalog.int8
 AS 'MODULE_PATHNAME', 'fencelock_acquire_0_2'
 LANGUAGE C VOLATILE;
 
 CREATE OR REPLACE FUNCTION fencelock.renew(resource pg_catalog.text, owner pg_catalog.text,
-                                           ttl pg_catalog.interval DEFAULT '30 seconds')
+                                           ttl pg_catalog.interval DEFAULT fencelock.default_ttl())
 RETURNS pg_catalog.bool
 AS 'MODULE_PATHNAME', 'fencelock_renew_0_2'
 LANGUAGE C VOLATILE;
@@ -103,7 +112,7 @@ AS 'MODULE_PATHNAME', 'fencelock_acquire_wait'
 LANGUAGE C VOLATILE;
 
 CREATE FUNCTION fencelock.acquire_all(resources pg_catalog.text[], owner pg_catalog.text,
-                                      ttl pg_catalog.interval DEFAULT '30 seconds',
+                                      ttl pg_catalog.interval DEFAULT fencelock.default_ttl(),
                                       wait pg_catalog.interval DEFAULT '0')
 RETURNS pg_catalog.int8[]
 AS 'MODULE_PATHNAME', 'fencelock_acquire_all'

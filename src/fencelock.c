@@ -17,6 +17,7 @@
 PG_MODULE_MAGIC;
 
 int fencelock_max_ttl_s = 86400;
+static int fencelock_default_ttl_ms = 30000;
 int fencelock_lock_delay_ms = 0;
 bool fencelock_history = false;
 int fencelock_history_retention_s = 7 * 86400;
@@ -37,6 +38,10 @@ _PG_init(void)
 							"resource until it expires.",
 							&fencelock_max_ttl_s, 86400, 1, INT_MAX, PGC_SUSET, GUC_UNIT_S, NULL,
 							NULL, NULL);
+	DefineCustomIntVariable(
+		"fencelock.default_ttl", "Lease length of calls that name no ttl (0.2.0 API).",
+		"Read by fencelock.default_ttl(), the default of every ttl argument.",
+		&fencelock_default_ttl_ms, 30000, 1, INT_MAX, PGC_USERSET, GUC_UNIT_MS, NULL, NULL, NULL);
 	DefineCustomIntVariable("fencelock.lock_delay",
 							"How long a lease that expired without a release stays ungrantable to "
 							"another owner.",

@@ -90,9 +90,18 @@ SELECT resource, fence, owner, granted_how, ended_how, ended_at IS NOT NULL AS e
   FROM fencelock.history ORDER BY fence;
 RESET fencelock.history;
 
+-- fencelock.default_ttl is the ttl of calls that name none.
+SET fencelock.default_ttl = '2min';
+SELECT fencelock.acquire('ttl:default', 'a') IS NOT NULL AS granted;
+SELECT remaining > interval '90 seconds' AS two_minutes FROM fencelock.leases WHERE resource = 'ttl:default';
+RESET fencelock.default_ttl;
+SELECT fencelock.renew('ttl:default', 'a') AS renewed;
+SELECT remaining <= interval '30 seconds' AS thirty_seconds FROM fencelock.leases WHERE resource = 'ttl:default';
+
 -- Settings reject values outside their documented ranges.
 \set VERBOSITY default
 SET fencelock.lock_delay = -1;
+SET fencelock.default_ttl = 0;
 SET fencelock.history_retention = '10s';
 SET fencelock.log_level = 'chatty';
 SET fencelock.max_tables = 10;
