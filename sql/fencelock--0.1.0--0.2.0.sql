@@ -81,6 +81,9 @@ LANGUAGE C VOLATILE;
 -- How each grant came about: n new resource, r after a release, e after the same owner's lease
 -- expired, t taken over after another owner's lease expired.  NULL for grants made by 0.1.0.
 ALTER TABLE fencelock.lease ADD COLUMN granted_how pg_catalog."char";
+-- The holder's fencelock.lock_delay when the lease was granted: after the deadline, the lease
+-- stays ungrantable to other owners for this long unless it was released.
+ALTER TABLE fencelock.lease ADD COLUMN lock_delay pg_catalog.interval;
 
 -- The 0.2.0 entry points count, wake waiters, honour lock_delay and write history.
 CREATE OR REPLACE FUNCTION fencelock.acquire(resource pg_catalog.text, owner pg_catalog.text,

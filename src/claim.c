@@ -555,7 +555,24 @@ build_row_update(const SqlParts *p, TaskStmt stmt)
 				appendStringInfo(&buf, ", %s = $4", p->col[COL_LAST_ERROR]);
 			break;
 	}
-	appendStringInfo(&buf, ", %s = $2 WHERE t.%s %s $1", p->col[COL_FENCE], p->pk[0], p->pkeq[0]);
+	if (stmt == STMT_FAIL && p->col[COL_MAX_ATTEMPTS])
+	{
+		/*
+		 * A row that goes dead gets a fence above its last worker's, so nothing that worker
+		 * still sends (complete, a late result) is accepted; a stale fence stays as it is and
+		 * the trigger refuses it.
+		 */
+		appendStringInfo(&buf,
+						 ", %s = CASE WHEN COALESCE(t.%s, 0) OPERATOR(pg_catalog.>=) t.%s "
+						 "AND $2 OPERATOR(pg_catalog.>=) t.%s THEN $2 OPERATOR(pg_catalog.+) 1 "
+						 "ELSE $2 END",
+						 p->col[COL_FENCE], p->col[COL_ATTEMPT], p->col[COL_MAX_ATTEMPTS],
+						 p->col[COL_FENCE]);
+		appendStringInfo(&buf, " WHERE t.%s %s $1", p->pk[0], p->pkeq[0]);
+	}
+	else
+		appendStringInfo(&buf, ", %s = $2 WHERE t.%s %s $1", p->col[COL_FENCE], p->pk[0],
+						 p->pkeq[0]);
 	if (stmt == STMT_HEARTBEAT)
 		appendStringInfo(&buf, " AND t.%s OPERATOR(pg_catalog.=) 'running'", p->col[COL_STATE]);
 	if (stmt == STMT_FAIL)

@@ -2,7 +2,7 @@
  * exec.c — running fencelock's own statements.
  *
  * The lease table grants no privileges to anyone: the SQL functions are the only way in.  Their
- * statements therefore run as the extension's owner (the owner of schema fencelock), which is what
+ * statements therefore run as the extension's owner (the owner of fencelock.lease), which is what
  * SECURITY DEFINER would do, without a per-call GUC save and restore.  Every name in those
  * statements is schema-qualified, operators included, so the caller's search_path cannot redirect
  * them.  Each statement is prepared once per backend and kept.
@@ -10,7 +10,7 @@
 #include "postgres.h"
 
 #include "catalog/namespace.h"
-#include "catalog/pg_namespace.h"
+#include "catalog/pg_class.h"
 #include "fencelock.h"
 #include "miscadmin.h"
 #include "utils/lsyscache.h"
@@ -19,16 +19,26 @@
 
 #define FL_SCHEMA "fencelock"
 
+/*
+ * The role the statements run as: the owner of fencelock.lease, i.e. the role that created the
+ * extension.  Not the schema's owner, which could be another role that created the schema first.
+ */
 static Oid
-fl_schema_owner(void)
+fl_extension_owner(void)
 {
 	Oid nspid = get_namespace_oid(FL_SCHEMA, false);
-	HeapTuple tuple = SearchSysCache1(NAMESPACEOID, ObjectIdGetDatum(nspid));
+	Oid relid = get_relname_relid("lease", nspid);
+	HeapTuple tuple;
 	Oid owner;
 
+	if (!OidIsValid(relid))
+		ereport(ERROR, (errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+						errmsg("table fencelock.lease does not exist"),
+						errhint("Run CREATE EXTENSION fencelock in this database.")));
+	tuple = SearchSysCache1(RELOID, ObjectIdGetDatum(relid));
 	if (!HeapTupleIsValid(tuple))
-		elog(ERROR, "cache lookup failed for namespace %u", nspid);
-	owner = ((Form_pg_namespace) GETSTRUCT(tuple))->nspowner;
+		elog(ERROR, "cache lookup failed for relation %u", relid);
+	owner = ((Form_pg_class) GETSTRUCT(tuple))->relowner;
 	ReleaseSysCache(tuple);
 	return owner;
 }
@@ -37,7 +47,7 @@ fl_schema_owner(void)
 void
 fl_begin(FlSession *session)
 {
-	Oid owner = fl_schema_owner();
+	Oid owner = fl_extension_owner();
 
 	if (SPI_connect() != SPI_OK_CONNECT)
 		elog(ERROR, "SPI_connect failed");

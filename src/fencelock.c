@@ -61,18 +61,20 @@ _PG_init(void)
 		"fencelock.log_level",
 		"Server log level for takeovers and rejected stale or unfenced writes.", NULL,
 		&fencelock_log_level, -1, log_level_options, PGC_SUSET, 0, NULL, NULL, NULL);
-	MarkGUCPrefixReserved("fencelock");
-
 	/*
 	 * Shared memory, and the one setting that sizes it, exist only when preloaded: a
-	 * PGC_POSTMASTER setting cannot be defined once the server runs.
+	 * PGC_POSTMASTER setting cannot be defined once the server runs.  It is defined before the
+	 * prefix is reserved, which would otherwise discard its value from postgresql.conf.
 	 */
-	if (!process_shared_preload_libraries_in_progress)
-		return;
-	DefineCustomIntVariable(
-		"fencelock.max_tables",
-		"How many tables get their own rejection counters in fencelock.table_stats.",
-		"Further tables are counted together in one row with a NULL table.", &fencelock_max_tables,
-		1000, 16, 1000000, PGC_POSTMASTER, 0, NULL, NULL, NULL);
-	fl_shmem_init();
+	if (process_shared_preload_libraries_in_progress)
+		DefineCustomIntVariable(
+			"fencelock.max_tables",
+			"How many tables get their own rejection counters in fencelock.table_stats.",
+			"Further tables are counted together in one row with a NULL table.",
+			&fencelock_max_tables, 1000, 16, 1000000, PGC_POSTMASTER, 0, NULL, NULL, NULL);
+
+	MarkGUCPrefixReserved("fencelock");
+
+	if (process_shared_preload_libraries_in_progress)
+		fl_shmem_init();
 }

@@ -15,7 +15,7 @@
 /* $1 resource, $2 new fence, $3 now, $4 how the new grant came about */
 static FlStmt history_close = {
 	"UPDATE fencelock.history AS h SET ended_at = LEAST(h.expires_at, $3), "
-	" ended_how = CASE $4 WHEN 't' THEN 'taken over' ELSE 'expired' END "
+	" ended_how = CASE WHEN $4 OPERATOR(pg_catalog.=) 't' THEN 'taken over' ELSE 'expired' END "
 	"WHERE h.resource OPERATOR(pg_catalog.=) $1 AND h.ended_at IS NULL "
 	" AND h.fence OPERATOR(pg_catalog.<) $2",
 	4,
@@ -25,8 +25,9 @@ static FlStmt history_close = {
 static FlStmt history_insert = {
 	"INSERT INTO fencelock.history AS h "
 	" (resource, fence, owner, granted_how, granted_at, expires_at) "
-	"VALUES ($1, $2, $3, CASE $4 WHEN 'n' THEN 'new' WHEN 'r' THEN 'after release' "
-	" WHEN 'e' THEN 'after own expiry' ELSE 'taken over' END, $5, $6) "
+	"VALUES ($1, $2, $3, CASE WHEN $4 OPERATOR(pg_catalog.=) 'n' THEN 'new' "
+	" WHEN $4 OPERATOR(pg_catalog.=) 'r' THEN 'after release' "
+	" WHEN $4 OPERATOR(pg_catalog.=) 'e' THEN 'after own expiry' ELSE 'taken over' END, $5, $6) "
 	"ON CONFLICT DO NOTHING",
 	6,
 	{TEXTOID, INT8OID, TEXTOID, CHAROID, TIMESTAMPTZOID, TIMESTAMPTZOID}};
@@ -47,8 +48,9 @@ static FlStmt history_release = {
 /* $1 purge cutoff: grants whose lease row purge is about to delete ended by expiring. */
 static FlStmt history_purged = {
 	"UPDATE fencelock.history AS h SET ended_at = h.expires_at, ended_how = 'expired' "
-	"WHERE h.ended_at IS NULL AND h.resource IN (SELECT l.resource FROM fencelock.lease AS l "
-	" WHERE l.expires_at OPERATOR(pg_catalog.<=) $1)",
+	"WHERE h.ended_at IS NULL AND EXISTS (SELECT FROM fencelock.lease AS l "
+	" WHERE l.resource OPERATOR(pg_catalog.=) h.resource "
+	" AND l.expires_at OPERATOR(pg_catalog.<=) $1)",
 	1,
 	{TIMESTAMPTZOID}};
 

@@ -14,6 +14,7 @@
 #include "fencelock.h"
 #include "shmem.h"
 #include "miscadmin.h"
+#include "utils/acl.h"
 #include "utils/builtins.h"
 #include "utils/guc.h"
 #include "utils/timestamp.h"
@@ -59,8 +60,9 @@ static FlStmt acquire_insert = {
 /*
  * API 0.2.0 grants also record how the lease was granted (lease.granted_how: n new resource,
  * r after a release, e after the same owner's lease expired, t taken over after another owner's
- * lease expired) and honour fencelock.lock_delay ($7: an expired lease is grantable to another
- * owner only if it expired before $7).
+ * lease expired) and honour lock_delay ($7, the granting session's fencelock.lock_delay, kept in
+ * the row: a lease that expired without a release stays ungrantable to another owner for that
+ * long after its deadline).
  */
 static FlStmt acquire_update_v2 = {
 	"UPDATE fencelock.lease AS l SET "
@@ -70,27 +72,30 @@ static FlStmt acquire_update_v2 = {
 	" granted_how = CASE WHEN " SAME_LIVE_OWNER " THEN l.granted_how "
 	"  WHEN l.owner IS NULL THEN 'r' WHEN l.owner OPERATOR(pg_catalog.=) $2 THEN 'e' "
 	"  ELSE 't' END, "
-	" owner = $2, expires_at = $4, holder = $6 "
+	" owner = $2, expires_at = $4, holder = $6, lock_delay = $7 "
 	"WHERE l.resource OPERATOR(pg_catalog.=) $1 "
-	" AND (l.owner IS NULL OR l.expires_at OPERATOR(pg_catalog.<=) $7 "
-	"  OR l.owner OPERATOR(pg_catalog.=) $2) "
+	" AND (l.owner IS NULL OR l.owner OPERATOR(pg_catalog.=) $2 "
+	"  OR l.expires_at OPERATOR(pg_catalog.+) COALESCE(l.lock_delay, '0') "
+	"   OPERATOR(pg_catalog.<=) $3) "
 	"RETURNING l.fence, l.granted_how, l.acquired_at OPERATOR(pg_catalog.=) $3",
 	7,
-	{TEXTOID, TEXTOID, TIMESTAMPTZOID, TIMESTAMPTZOID, INT8OID, NAMEOID, TIMESTAMPTZOID}};
+	{TEXTOID, TEXTOID, TIMESTAMPTZOID, TIMESTAMPTZOID, INT8OID, NAMEOID, INTERVALOID}};
 
 static FlStmt acquire_insert_v2 = {
 	"INSERT INTO fencelock.lease AS l "
-	" (resource, owner, fence, acquired_at, expires_at, holder, granted_how) "
-	"VALUES ($1, $2, $5, $3, $4, $6, 'n') "
+	" (resource, owner, fence, acquired_at, expires_at, holder, granted_how, lock_delay) "
+	"VALUES ($1, $2, $5, $3, $4, $6, 'n', $7) "
 	"ON CONFLICT (resource) DO NOTHING RETURNING l.fence, l.granted_how, true",
-	6,
-	{TEXTOID, TEXTOID, TIMESTAMPTZOID, TIMESTAMPTZOID, INT8OID, NAMEOID}};
+	7,
+	{TEXTOID, TEXTOID, TIMESTAMPTZOID, TIMESTAMPTZOID, INT8OID, NAMEOID, INTERVALOID}};
 
 /* For a waiter: when the current holder's lease runs out ($1 resource). */
-static FlStmt holder_expiry = {"SELECT l.expires_at FROM fencelock.lease AS l "
-							   "WHERE l.resource OPERATOR(pg_catalog.=) $1 AND l.owner IS NOT NULL",
-							   1,
-							   {TEXTOID}};
+static FlStmt holder_expiry = {
+	"SELECT l.expires_at OPERATOR(pg_catalog.+) COALESCE(l.lock_delay, '0') "
+	"FROM fencelock.lease AS l "
+	"WHERE l.resource OPERATOR(pg_catalog.=) $1 AND l.owner IS NOT NULL",
+	1,
+	{TEXTOID}};
 
 static FlStmt floor_select = {"SELECT f.floor FROM fencelock.fence_floor AS f", 0, {InvalidOid}};
 
@@ -108,14 +113,19 @@ static FlStmt renew_update = {"UPDATE fencelock.lease AS l SET expires_at = $4 "
 							  {TEXTOID, TEXTOID, TIMESTAMPTZOID, TIMESTAMPTZOID}};
 
 /* $1 resource, $2 owner, $3 now */
-static FlStmt release_update = {
-	"UPDATE fencelock.lease AS l SET owner = NULL, holder = NULL, expires_at = $3 "
-	"WHERE l.resource OPERATOR(pg_catalog.=) $1 AND " SAME_LIVE_OWNER " RETURNING l.fence",
-	3,
-	{TEXTOID, TEXTOID, TIMESTAMPTZOID}};
+static FlStmt release_update = {"UPDATE fencelock.lease AS l SET owner = NULL, expires_at = $3 "
+								"WHERE l.resource OPERATOR(pg_catalog.=) $1 AND " SAME_LIVE_OWNER
+								" RETURNING l.fence",
+								3,
+								{TEXTOID, TEXTOID, TIMESTAMPTZOID}};
 
 static FlStmt fence_select = {
 	"SELECT l.fence FROM fencelock.lease AS l WHERE l.resource OPERATOR(pg_catalog.=) $1",
+	1,
+	{TEXTOID}};
+
+static FlStmt holder_select = {
+	"SELECT l.holder FROM fencelock.lease AS l WHERE l.resource OPERATOR(pg_catalog.=) $1",
 	1,
 	{TEXTOID}};
 
@@ -299,6 +309,7 @@ fl_try_acquire(text *resource, text *owner, int64 ttl, int api, bool want_expiry
 	FlSession session;
 	bool isnull;
 	bool inserted = false;
+	Interval delay;
 
 	memset(g, 0, sizeof(*g));
 	values[0] = PointerGetDatum(resource);
@@ -307,7 +318,10 @@ fl_try_acquire(text *resource, text *owner, int64 ttl, int api, bool want_expiry
 	values[3] = TimestampTzGetDatum(now + ttl);
 	values[4] = Int64GetDatum(base);
 	values[5] = DirectFunctionCall1(namein, CStringGetDatum(GetUserNameFromId(GetUserId(), false)));
-	values[6] = TimestampTzGetDatum(now - (int64) fencelock_lock_delay_ms * 1000);
+	delay.time = (int64) fencelock_lock_delay_ms * 1000;
+	delay.day = 0;
+	delay.month = 0;
+	values[6] = IntervalPGetDatum(&delay);
 
 	fl_begin(&session);
 	if (fl_run(api >= 2 ? &acquire_update_v2 : &acquire_update, values, NULL, false) == 1)
@@ -360,7 +374,7 @@ fl_try_acquire(text *resource, text *owner, int64 ttl, int api, bool want_expiry
 		return;
 	}
 	fl_count(g->is_new ? FL_GRANTS : FL_REACQUIRES, 1);
-	if (g->how == 't')
+	if (g->is_new && g->how == 't')
 	{
 		fl_count(FL_TAKEOVERS, 1);
 		if (fencelock_log_level >= 0)
@@ -486,6 +500,35 @@ fencelock_release_0_2(PG_FUNCTION_ARGS)
 	return fl_release_sql(fcinfo, 2);
 }
 
+/*
+ * Only a member of the role that took the latest grant (or a superuser) may pin a lease row with
+ * assert_fence: anyone else could hold the row lock and block the holder's renew and release.
+ * Checked before locking; a takeover by another role in between changes the fence, and the
+ * assertion then fails.
+ */
+static void
+fl_check_may_assert(text *resource, Oid caller)
+{
+	Datum values[1];
+	bool isnull = true;
+	Datum holder = (Datum) 0;
+	Oid role = InvalidOid;
+
+	values[0] = PointerGetDatum(resource);
+	if (fl_run(&holder_select, values, NULL, true) != 1)
+		return; /* no row, nothing to pin: the assertion fails on its own */
+	holder = SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1, &isnull);
+	if (!isnull)
+		role = get_role_oid(NameStr(*DatumGetName(holder)), true);
+	if (superuser_arg(caller) || (OidIsValid(role) && has_privs_of_role(caller, role)))
+		return;
+	ereport(ERROR, (errcode(ERRCODE_INSUFFICIENT_PRIVILEGE),
+					errmsg("permission denied to assert the fence of resource \"%s\"",
+						   text_to_cstring(resource)),
+					errdetail("Only members of the role that took the lease may assert its fence."),
+					errhint("Call assert_fence as the role that called acquire.")));
+}
+
 /* The latest fence of a resource, optionally row-locked; false when there is none. */
 static bool
 fl_read_fence(text *resource, bool lock, int64 *fence)
@@ -497,6 +540,8 @@ fl_read_fence(text *resource, bool lock, int64 *fence)
 
 	values[0] = PointerGetDatum(resource);
 	fl_begin(&session);
+	if (lock)
+		fl_check_may_assert(resource, session.save_userid);
 	found = fl_run(lock ? &fence_lock : &fence_select, values, NULL, !lock) == 1;
 	if (found)
 		*fence = fl_get_int64(0, 1, &isnull);

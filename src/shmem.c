@@ -197,8 +197,9 @@ fl_count_table(Oid relid, bool stale)
 uint64
 fl_resource_key(text *resource)
 {
+	/* Seeded with the database: the same name in two databases is two resources. */
 	uint64 h = hash_bytes_extended((const unsigned char *) VARDATA_ANY(resource),
-								   VARSIZE_ANY_EXHDR(resource), 0);
+								   VARSIZE_ANY_EXHDR(resource), MyDatabaseId);
 
 	return h == 0 ? 1 : h;
 }

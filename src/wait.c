@@ -14,6 +14,7 @@
 
 #include "access/xact.h"
 #include "catalog/pg_type.h"
+#include "common/int.h"
 #include "common/pg_prng.h"
 #include "fencelock.h"
 #include "shmem.h"
@@ -57,20 +58,25 @@ fl_arg_wait(FunctionCallInfo fcinfo, int argno)
 {
 	Interval *iv;
 	int64 us;
+	int64 days_us;
+	int64 months_us;
 
 	if (PG_ARGISNULL(argno))
 		ereport(ERROR, (errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED), errmsg("wait must not be null"),
 						errhint("Pass an interval such as '5 seconds', or '0' not to wait.")));
 	iv = PG_GETARG_INTERVAL_P(argno);
-	us = iv->time + (int64) iv->day * USECS_PER_DAY +
-		 (int64) iv->month * DAYS_PER_MONTH * USECS_PER_DAY;
-	if (!FL_INTERVAL_IS_FINITE(iv) || iv->month > 12 * 100 || iv->day > 365 * 100)
-		ereport(ERROR, (errcode(ERRCODE_INVALID_PARAMETER_VALUE), errmsg("wait is too long"),
+	if (!FL_INTERVAL_IS_FINITE(iv) ||
+		pg_mul_s64_overflow((int64) iv->day, USECS_PER_DAY, &days_us) ||
+		pg_mul_s64_overflow((int64) iv->month, DAYS_PER_MONTH * USECS_PER_DAY, &months_us) ||
+		pg_add_s64_overflow(iv->time, days_us, &us) || pg_add_s64_overflow(us, months_us, &us))
+		ereport(ERROR, (errcode(ERRCODE_INVALID_PARAMETER_VALUE), errmsg("wait is out of range"),
 						errhint("Wait at most a few hours; statement_timeout also ends a wait.")));
 	if (us < 0)
 		ereport(ERROR,
 				(errcode(ERRCODE_INVALID_PARAMETER_VALUE), errmsg("wait must not be negative"),
 				 errhint("Pass an interval such as '5 seconds', or '0' not to wait.")));
+	/* A deadline beyond a century is no deadline; keep now + wait far from overflowing. */
+	us = Min(us, (int64) 100 * 365 * USECS_PER_DAY);
 	return us;
 }
 
@@ -82,7 +88,7 @@ fl_sleep_ms(TimestampTz now, TimestampTz deadline, FlGrant *g, long *backoff_ms)
 
 	if (g->holder_expires > 0)
 	{
-		int64 until_free = g->holder_expires + (int64) fencelock_lock_delay_ms * 1000 - now + 1000;
+		int64 until_free = g->holder_expires - now + 1000;
 
 		us = Min(us, Max(until_free, 1000));
 	}
@@ -263,14 +269,27 @@ fencelock_acquire_all(PG_FUNCTION_ARGS)
 	 */
 	BeginInternalSubTransaction(NULL);
 	MemoryContextSwitchTo(cxt);
-	for (int i = 0; i < n && all; i++)
+	PG_TRY();
 	{
-		FlGrant g;
+		for (int i = 0; i < n && all; i++)
+		{
+			FlGrant g;
 
-		fl_acquire_waiting(*order[i], owner, ttl, deadline, &g);
-		all = g.granted;
-		fences[order[i] - resources] = Int64GetDatum(g.fence);
+			fl_acquire_waiting(*order[i], owner, ttl, deadline, &g);
+			all = g.granted;
+			fences[order[i] - resources] = Int64GetDatum(g.fence);
+		}
 	}
+	PG_CATCH();
+	{
+		/* A cancel or timeout while waiting: undo the partial grants, then report it. */
+		MemoryContextSwitchTo(cxt);
+		RollbackAndReleaseCurrentSubTransaction();
+		MemoryContextSwitchTo(cxt);
+		CurrentResourceOwner = resowner;
+		PG_RE_THROW();
+	}
+	PG_END_TRY();
 	if (all)
 		ReleaseCurrentSubTransaction();
 	else

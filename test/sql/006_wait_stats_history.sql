@@ -44,6 +44,20 @@ SELECT fencelock.acquire_all(ARRAY['all:a'], NULL);
 SELECT fencelock.release_all(ARRAY[''], 'g3');
 \set VERBOSITY terse
 
+-- A cancel (statement_timeout) inside acquire_all, caught by a PL/pgSQL handler: the partial
+-- grants are undone and the session is left in a clean state, with no transaction open.
+SET statement_timeout = '300ms';
+DO $$
+BEGIN
+    PERFORM fencelock.acquire_all(ARRAY['all:q1', 'w:1'], 'g9', '1 minute', '10 seconds');
+EXCEPTION WHEN query_canceled THEN
+    RAISE NOTICE 'acquire_all cancelled';
+END $$;
+RESET statement_timeout;
+SELECT count(*) AS partial_grants FROM fencelock.leases WHERE resource = 'all:q1';
+SELECT txid_current_if_assigned() IS NULL AS no_transaction_left_open;
+SELECT fencelock.acquire('all:q1', 'g10') IS NOT NULL AS free_for_others;
+
 -- lock_delay: a lease that expired without a release stays ungrantable to others for a while;
 -- its own owner may come back, and a released lease is free at once.
 SET fencelock.lock_delay = '1h';
@@ -52,6 +66,12 @@ SELECT pg_sleep(0.05);
 SELECT fencelock.acquire('d:1', 'b') IS NULL AS delayed;
 SELECT fencelock.acquire('d:1', 'a') AS own_again;
 SELECT fencelock.release('d:1', 'a'), fencelock.acquire('d:1', 'b') AS after_release;
+RESET fencelock.lock_delay;
+-- The delay is the holder's, kept with its grant: an acquirer's own setting does not matter.
+SELECT fencelock.acquire('d:2', 'a', '10 milliseconds') IS NOT NULL AS no_delay_holder;
+SELECT pg_sleep(0.05);
+SET fencelock.lock_delay = '1h';
+SELECT fencelock.acquire('d:2', 'b') IS NOT NULL AS taken_over_at_once;
 RESET fencelock.lock_delay;
 
 -- Counters since the reset above.
@@ -87,7 +107,7 @@ SELECT pg_sleep(0.02);
 SELECT fencelock.purge('0') >= 1 AS purged;
 SELECT resource, fence, owner, granted_how, ended_how, ended_at IS NOT NULL AS ended,
        ended_at <= expires_at + interval '1 millisecond' OR ended_how = 'released' AS ended_in_time
-  FROM fencelock.history ORDER BY fence;
+  FROM fencelock.history WHERE resource = 'h:1' ORDER BY fence;
 RESET fencelock.history;
 
 -- fencelock.default_ttl is the ttl of calls that name none.

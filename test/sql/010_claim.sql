@@ -111,7 +111,11 @@ SELECT id, attempt, fence FROM fencelock.claim(NULL::jobs, worker => 'w-5');
 SELECT fencelock.fail('jobs', 3, 2, 'boom') AS after_second;
 SELECT id, attempt, fence FROM fencelock.claim(NULL::jobs, worker => 'w-5');
 SELECT fencelock.fail('jobs', 3, 3, 'boom again') AS after_third;
-SELECT state, attempt, last_error FROM jobs WHERE id = 3;
+SELECT state, attempt, fence, last_error FROM jobs WHERE id = 3;
+-- Dead means dead: going dead raised the fence, so the last worker cannot complete it or revive it.
+SELECT fencelock.complete('jobs', 3, 3) AS late_complete;
+UPDATE jobs SET state = 'ready', fence = 3 WHERE id = 3;
+SELECT state FROM jobs WHERE id = 3;
 -- A worker that dies on its last attempt: when its lease lapses the job becomes dead (its fence
 -- raised, so the lost worker's late writes are refused) instead of being claimed.
 UPDATE jobs SET attempt = 3, lease_until = now() - interval '1 s', fence = fence WHERE id = 4;

@@ -89,6 +89,30 @@ $node->safe_psql('postgres', "SELECT fencelock.release('fifo', 'holder')");
 $_->{h}->finish for ($w4, $w5);
 is($node->safe_psql('postgres', q{SELECT string_agg(name, ',' ORDER BY at) FROM served}),
 	'w4,w5', 'a later waiter does not overtake an earlier one');
+# Queues are per database: a waiter for "x" in one database does not hold up a waiter for "x"
+# in another, where it is free.
+$node->safe_psql('postgres', 'CREATE DATABASE other');
+$node->safe_psql('other', q{
+	CREATE EXTENSION fencelock;
+	CREATE TABLE served (name text, at timestamptz DEFAULT clock_timestamp());
+	SELECT fencelock.acquire('fifo', 'holder', '1 minute');
+});
+my ($oout, $oerr) = ('', '');
+my $other_waiter = IPC::Run::start(
+	[ 'psql', '-X', '-A', '-t', '-d', $node->connstr('other'), '-c',
+	  "SELECT fencelock.acquire('fifo', 'other-waiter', '1 minute', '20 seconds') IS NOT NULL" ],
+	'>', \$oout, '2>', \$oerr);
+$node->poll_query_until('other', "SELECT fencelock.waiters('fifo') = 1")
+  or die 'the waiter in the other database never queued';
+is($node->safe_psql('postgres', "SELECT fencelock.waiters('fifo')"), '0',
+	'a queue in another database is not counted here');
+is( $node->safe_psql('postgres', q{
+	SELECT fencelock.acquire('fifo', 'here', '1 minute', '3 seconds') IS NOT NULL
+	   AND clock_timestamp() - statement_timestamp() < interval '2 seconds'}),
+	't', 'a waiting acquire for a free resource is not queued behind another database\'s waiter');
+$node->safe_psql('other', "SELECT fencelock.release('fifo', 'holder')");
+$other_waiter->finish;
+is($oout, "t\n", 'the other database\'s waiter got its own lease');
 $node->stop;
 
 # Without shared_preload_libraries: the extension installs, leases and the trigger work,
