@@ -640,7 +640,7 @@ task_table_reset(TaskTable *tt)
 static void
 task_table_build(TaskTable *tt)
 {
-	Relation rel = table_open(tt->relid, AccessShareLock);
+	Relation rel;
 	TaskMap map;
 	Oid claim_index;
 	const char *names[NUM_TASK_COLS];
@@ -648,6 +648,13 @@ task_table_build(TaskTable *tt)
 	Relation idx;
 	MemoryContext old;
 
+	/* Before any lock: a role that may not update the table must not queue behind its writers. */
+	if (pg_class_aclcheck(tt->relid, GetUserId(), ACL_UPDATE) != ACLCHECK_OK &&
+		pg_attribute_aclcheck_all(tt->relid, GetUserId(), ACL_UPDATE, ACLMASK_ANY) != ACLCHECK_OK)
+		ereport(ERROR, (errcode(ERRCODE_INSUFFICIENT_PRIVILEGE),
+						errmsg("permission denied for table %s", get_rel_name(tt->relid)),
+						errhint("Workers need SELECT and UPDATE on the task table.")));
+	rel = table_open(tt->relid, AccessShareLock);
 	if (!read_map(tt->relid, &map, &claim_index))
 		ereport(ERROR,
 				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
@@ -991,12 +998,13 @@ fencelock_enable_tasks(PG_FUNCTION_ARGS)
 	}
 
 	check_relation(relid);
-	/* Serializes enable_tasks on the table, and conflicts with every writer of it. */
-	rel = table_open(relid, ShareRowExclusiveLock);
+	/* Before any lock: a non-owner must not queue behind, and block, the table's writers. */
 	if (!FL_CLASS_OWNERCHECK(relid, GetUserId()))
 		ereport(ERROR, (errcode(ERRCODE_INSUFFICIENT_PRIVILEGE),
-						errmsg("must be owner of table %s", RelationGetRelationName(rel)),
+						errmsg("must be owner of table %s", get_rel_name(relid)),
 						errhint("Run fencelock.enable_tasks as the table's owner.")));
+	/* Serializes enable_tasks on the table, and conflicts with every writer of it. */
+	rel = table_open(relid, ShareRowExclusiveLock);
 	check_columns(rel, names, true, &map);
 	nsp = RelationGetNamespace(rel);
 	qualname = quote_qualified_identifier(get_namespace_name(nsp), RelationGetRelationName(rel));
