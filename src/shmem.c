@@ -34,6 +34,7 @@ typedef struct FlWaiter
 {
 	uint64 key; /* resource hash; 0 when the slot is free */
 	uint64 ticket;
+	pg_atomic_uint32 woken; /* set by a wake-up, cleared by the waiter before it looks */
 	ConditionVariable cv;
 } FlWaiter;
 
@@ -114,6 +115,7 @@ fl_shmem_startup(void)
 		{
 			fl_shared->slots[i].key = 0;
 			fl_shared->slots[i].ticket = 0;
+			pg_atomic_init_u32(&fl_shared->slots[i].woken, 0);
 			ConditionVariableInit(&fl_shared->slots[i].cv);
 		}
 	}
@@ -275,6 +277,20 @@ fl_queue_is_head(void)
 	return head;
 }
 
+void
+fl_queue_clear_woken(void)
+{
+	if (fl_shared != NULL && my_slot != NULL)
+		pg_atomic_write_u32(&my_slot->woken, 0);
+}
+
+/* Whether a wake-up came since fl_queue_clear_woken. */
+bool
+fl_queue_woken(void)
+{
+	return fl_shared != NULL && my_slot != NULL && pg_atomic_read_u32(&my_slot->woken) != 0;
+}
+
 /* Join the wake-up list before checking whether to sleep, so that no signal is lost. */
 void
 fl_queue_prepare(void)
@@ -334,7 +350,10 @@ fl_queue_wake(uint64 key)
 	head = fl_queue_head(key);
 	LWLockRelease(fl_shared->lock);
 	if (head != NULL)
+	{
+		pg_atomic_write_u32(&head->woken, 1);
 		ConditionVariableSignal(&head->cv);
+	}
 }
 
 /* SQL: fencelock.stats view */

@@ -37,6 +37,8 @@ extern int fl_queue_length(uint64 key);
 extern void fl_queue_enter(uint64 key);
 extern bool fl_queue_is_head(void);
 extern void fl_queue_prepare(void);
+extern void fl_queue_clear_woken(void);
+extern bool fl_queue_woken(void);
 extern void fl_queue_sleep(long timeout_ms);
 extern void fl_queue_leave(bool wake_next);
 extern void fl_queue_wake(uint64 key);

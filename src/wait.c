@@ -5,7 +5,8 @@
  *   acquire_all(resources[], owner, ttl, wait)    all or none, in one canonical order
  *   release_all(resources[], owner)               releases what the caller holds
  *
- * A waiter holds no row lock while it sleeps: a failed attempt changes and locks nothing.  With
+ * A waiter holds no row lock while it sleeps: each attempt runs in a subtransaction that is rolled
+ * back when it fails.  With
  * shared memory (shmem.c), waiters queue per resource and only the oldest one tries, woken by a
  * release or by its own timer at the holder's deadline; without it, each waiter polls with a
  * jittered backoff capped by the holder's remaining lease.
@@ -105,6 +106,41 @@ fl_sleep_ms(TimestampTz now, TimestampTz deadline, FlGrant *g, long *backoff_ms)
 }
 
 /*
+ * One attempt of a waiting acquire, in a subtransaction that is rolled back when it fails.  An
+ * UPDATE that meets a row changed by a concurrent transaction locks the newest version to
+ * re-check it (READ COMMITTED), and keeps that lock even when the re-check fails; a waiter must
+ * not sleep holding it, or the holder's release and renew would wait for the waiter.
+ */
+static void
+fl_attempt(text *resource, text *owner, int64 ttl, FlGrant *g)
+{
+	MemoryContext cxt = CurrentMemoryContext;
+	ResourceOwner resowner = CurrentResourceOwner;
+
+	BeginInternalSubTransaction(NULL);
+	MemoryContextSwitchTo(cxt);
+	PG_TRY();
+	{
+		fl_try_acquire(resource, owner, ttl, 2, true, g);
+	}
+	PG_CATCH();
+	{
+		MemoryContextSwitchTo(cxt);
+		RollbackAndReleaseCurrentSubTransaction();
+		MemoryContextSwitchTo(cxt);
+		CurrentResourceOwner = resowner;
+		PG_RE_THROW();
+	}
+	PG_END_TRY();
+	if (g->granted)
+		ReleaseCurrentSubTransaction();
+	else
+		RollbackAndReleaseCurrentSubTransaction();
+	MemoryContextSwitchTo(cxt);
+	CurrentResourceOwner = resowner;
+}
+
+/*
  * Acquire, waiting until the deadline.  A newcomer queues behind waiters already there, unless
  * it already holds the lease (a retry after a lost response must not wait for itself).
  */
@@ -118,7 +154,7 @@ fl_acquire_waiting(text *resource, text *owner, int64 ttl, TimestampTz deadline,
 	memset(g, 0, sizeof(*g));
 	if (fl_queue_length(key) == 0 || fl_holds(resource, owner))
 	{
-		fl_try_acquire(resource, owner, ttl, 2, true, g);
+		fl_attempt(resource, owner, ttl, g);
 		if (g->granted || GetCurrentTimestamp() >= deadline)
 			return;
 	}
@@ -139,19 +175,25 @@ fl_acquire_waiting(text *resource, text *owner, int64 ttl, TimestampTz deadline,
 		{
 			TimestampTz now;
 
-			/* Be on the wake-up list before looking, so a release in between is not lost. */
-			fl_queue_prepare();
+			/*
+			 * A wake-up that arrives while we look is kept in our slot (fl_queue_woken), so the
+			 * sleep below is skipped rather than the wake-up lost.  The attempt's subtransaction
+			 * cancels any prepared condition-variable sleep, so we prepare only afterwards.
+			 */
+			fl_queue_clear_woken();
 			g->holder_expires = 0;
 			if (fl_queue_is_head())
 			{
-				fl_try_acquire(resource, owner, ttl, 2, true, g);
+				fl_attempt(resource, owner, ttl, g);
 				if (g->granted)
 					break;
 			}
 			now = GetCurrentTimestamp();
 			if (now >= deadline)
 				break;
-			fl_queue_sleep(fl_sleep_ms(now, deadline, g, &backoff_ms));
+			fl_queue_prepare();
+			if (!fl_queue_woken())
+				fl_queue_sleep(fl_sleep_ms(now, deadline, g, &backoff_ms));
 		}
 	}
 	PG_FINALLY();

@@ -89,6 +89,27 @@ $node->safe_psql('postgres', "SELECT fencelock.release('fifo', 'holder')");
 $_->{h}->finish for ($w4, $w5);
 is($node->safe_psql('postgres', q{SELECT string_agg(name, ',' ORDER BY at) FROM served}),
 	'w4,w5', 'a later waiter does not overtake an earlier one');
+# Two attempts race for a free lease: the waiter's UPDATE waits for the holder's uncommitted
+# grant, then re-checks the row under a lock and fails.  It must not keep that lock while it
+# sleeps, or the holder's release would wait for the waiter's whole deadline.
+$node->safe_psql('postgres',
+	"SELECT fencelock.acquire('epq', 'nobody'); SELECT fencelock.release('epq', 'nobody')");
+my ($hout, $herr) = ('', '');
+my $holder = IPC::Run::start(
+	[ 'psql', '-X', '-q', '-A', '-t', '-d', $node->connstr('postgres'),
+	  '-c', q{BEGIN; SELECT fencelock.acquire('epq', 'holder', '1 minute'); SELECT pg_sleep(1); COMMIT;},
+	  '-c', q{SET statement_timeout = '3s'; SELECT fencelock.release('epq', 'holder')} ],
+	'>', \$hout, '2>', \$herr);
+usleep(300_000);
+my $epq_waiter = IPC::Run::start(
+	[ 'psql', '-X', '-A', '-t', '-d', $node->connstr('postgres'), '-c',
+	  "SELECT fencelock.acquire('epq', 'waiter', '1 minute', '15 seconds') IS NOT NULL" ],
+	'>', \my $wout, '2>', \my $werr);
+$holder->finish;
+$epq_waiter->finish;
+is($herr, '', 'the holder releases at once although a waiter re-checked its row');
+is($wout, "t\n", 'and the waiter gets the lease');
+
 # Queues are per database: a waiter for "x" in one database does not hold up a waiter for "x"
 # in another, where it is free.
 $node->safe_psql('postgres', 'CREATE DATABASE other');
