@@ -1,0 +1,16 @@
+# Benchmarks against what users would pick instead (bench/run.sh, doc/bench.md).  Not part of CI.
+# Included by the top-level Makefile after PGXS.
+#
+#   make bench                                   the full run (~14 minutes), as root
+#   BENCH_ROUNDS=1 BENCH_SECONDS=2 make bench    smoke run (< 2 minutes)
+
+.PHONY: bench
+
+bench:
+	bash bench/run.sh
+
+# Server instructions per operation under callgrind (bench/callgrind.sh): deterministic where the
+# wall clock of a shared machine is not.  ~5 minutes.
+.PHONY: bench-callgrind
+bench-callgrind:
+	bash bench/callgrind.sh
