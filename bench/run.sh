@@ -319,6 +319,7 @@ GOALS=()
 # line ROW MODE LABEL KEY [BASE GOAL-TEXT GOAL-CONDITION-ON-r]
 line() {
 	local row=$1 mode=$2 label=$3 k=$4 base=${5:-} goal=${6:-} cond=${7:-} ratio="1 (baseline)"
+	[ -n "${RATE[$k]:-}" ] || return 0 # a row left out by BENCH_ONLY
 	local met="" m lo hi
 	if [ -n "$base" ]; then
 		read -r m lo hi < <(ratio_stats "$k" "$base")
@@ -335,6 +336,7 @@ line() {
 # trigger's, from per-transaction wall time (1/tps, median of rounds) and from server CPU.
 overhead_line() {
 	local wall cpu met
+	[ -n "${RATE[plain]:-}" ] || return 0
 	wall=$(paste <(tr ' ' '\n' <<<"${RATE[plain]}" | grep .) \
 		<(tr ' ' '\n' <<<"${RATE[fenced]}" | grep .) \
 		<(tr ' ' '\n' <<<"${RATE[plfenced]}" | grep .) |
@@ -391,12 +393,16 @@ report() {
 	line 3 CPU "fencelock cycle, 1 000 lease rows" rows_1k
 	line 3 CPU "fencelock cycle, 1 000 000 lease rows" rows_1m rows_1k "≥ 0.833 (cost ≤ 1.2×)" "r >= 1 / 1.2"
 	line 4 CPU "hot resource, $HOT_CLIENTS clients, polling every $POLL_MS ms" hot_poll
-	if [ -n "${RATE[hot_wait]:-}" ]; then
+	if ! want 4; then
+		:
+	elif [ -n "${RATE[hot_wait]:-}" ]; then
 		line 4 CPU "hot resource, $HOT_CLIENTS clients, waiting acquire" hot_wait hot_poll
 	else
 		echo "| 4 | CPU | hot resource, waiting acquire | skipped: \`fencelock.acquire(text, text, interval, interval)\` does not exist yet | | | | |"
 	fi
-	if [ -n "${RATE[claim_fl_1k]:-}" ]; then
+	if ! want 5; then
+		:
+	elif [ -n "${RATE[claim_fl_1k]:-}" ]; then
 		line 5 CPU "hand-written SKIP LOCKED claim + complete" claim_sql_1k
 		line 5 CPU "fencelock.claim + complete" claim_fl_1k claim_sql_1k "≥ 1.0" "r >= 1.0"
 		line 5 CPU "fencelock.claim, 1 000 000 finished rows" claim_fl_1m claim_fl_1k "≥ 0.833 (cost ≤ 1.2×)" "r >= 1 / 1.2"
@@ -404,9 +410,11 @@ report() {
 		echo "| 5 | CPU | claim + complete | skipped: \`fencelock.claim\` does not exist yet | | | | |"
 	fi
 	echo
-	echo "Also (median of per-round ratios): fencelock ÷ PL/pgSQL $(ratio_stats fencelock plpgsql | cut -d' ' -f1) (CPU),"
-	echo "$(ratio_stats dfencelock dplpgsql | cut -d' ' -f1) (durable); fencelock ÷ Redis $(ratio_stats fencelock redis | cut -d' ' -f1) (CPU),"
-	echo "$(ratio_stats dfencelock dredis | cut -d' ' -f1) (durable)."
+	if [ -n "${RATE[fencelock]:-}" ] && [ -n "${RATE[dfencelock]:-}" ]; then
+		echo "Also (median of per-round ratios): fencelock ÷ PL/pgSQL $(ratio_stats fencelock plpgsql | cut -d' ' -f1) (CPU),"
+		echo "$(ratio_stats dfencelock dplpgsql | cut -d' ' -f1) (durable); fencelock ÷ Redis $(ratio_stats fencelock redis | cut -d' ' -f1) (CPU),"
+		echo "$(ratio_stats dfencelock dredis | cut -d' ' -f1) (durable)."
+	fi
 	for k in hot_poll hot_wait; do
 		[ -z "${NOTE[$k.sql]:-}" ] || echo "Row 4, $k (last round): ${NOTE[$k.sql]}."
 	done
