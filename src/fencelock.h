@@ -65,6 +65,7 @@ extern int64 fl_get_int64(uint64 row, int col, bool *isnull);
 extern text *fl_arg_resource(FunctionCallInfo fcinfo, int argno);
 extern text *fl_arg_owner(FunctionCallInfo fcinfo, int argno);
 extern int64 fl_arg_ttl(FunctionCallInfo fcinfo, int argno);
+extern bool fl_interval_us(const Interval *iv, int64 *us);
 
 /* lease.c: one grant attempt, shared by acquire, waiting acquire and acquire_all */
 typedef struct FlGrant

@@ -188,27 +188,35 @@ fl_arg_owner(FunctionCallInfo fcinfo, int argno)
 	return fl_arg_text(fcinfo, argno, "owner", FENCELOCK_MAX_OWNER_LEN);
 }
 
-/* A ttl in microseconds; a month counts as 30 days, as in EXTRACT(EPOCH FROM interval). */
+/*
+ * An interval in microseconds, a month counting as 30 days as in EXTRACT(EPOCH FROM interval);
+ * false when it is infinite or does not fit.
+ */
+bool
+fl_interval_us(const Interval *iv, int64 *us)
+{
+	int64 days_us;
+	int64 months_us;
+
+	return FL_INTERVAL_IS_FINITE(iv) &&
+		   !pg_mul_s64_overflow((int64) iv->day, USECS_PER_DAY, &days_us) &&
+		   !pg_mul_s64_overflow((int64) iv->month, DAYS_PER_MONTH * USECS_PER_DAY, &months_us) &&
+		   !pg_add_s64_overflow(iv->time, days_us, us) && !pg_add_s64_overflow(*us, months_us, us);
+}
+
+/* A ttl in microseconds. */
 int64
 fl_arg_ttl(FunctionCallInfo fcinfo, int argno)
 {
 	Interval *iv;
 	int64 us;
-	int64 days_us;
-	int64 months_us;
-	bool overflow;
 
 	if (PG_ARGISNULL(argno))
 		ereport(ERROR, (errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED), errmsg("ttl must not be null"),
 						errhint("Pass a positive interval such as '30 seconds'.")));
 	iv = PG_GETARG_INTERVAL_P(argno);
-	overflow = !FL_INTERVAL_IS_FINITE(iv) ||
-			   pg_mul_s64_overflow((int64) iv->day, USECS_PER_DAY, &days_us) ||
-			   pg_mul_s64_overflow((int64) iv->month, DAYS_PER_MONTH * USECS_PER_DAY, &months_us) ||
-			   pg_add_s64_overflow(iv->time, days_us, &us) ||
-			   pg_add_s64_overflow(us, months_us, &us);
 	/* The sign of an interval too large for microseconds: from a floating-point sum. */
-	if (overflow)
+	if (!fl_interval_us(iv, &us))
 		us = ((double) iv->time + (double) iv->day * USECS_PER_DAY +
 			  (double) iv->month * DAYS_PER_MONTH * USECS_PER_DAY) < 0
 				 ? PG_INT64_MIN

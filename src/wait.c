@@ -57,19 +57,12 @@ fl_holds(text *resource, text *owner)
 static int64
 fl_arg_wait(FunctionCallInfo fcinfo, int argno)
 {
-	Interval *iv;
 	int64 us;
-	int64 days_us;
-	int64 months_us;
 
 	if (PG_ARGISNULL(argno))
 		ereport(ERROR, (errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED), errmsg("wait must not be null"),
 						errhint("Pass an interval such as '5 seconds', or '0' not to wait.")));
-	iv = PG_GETARG_INTERVAL_P(argno);
-	if (!FL_INTERVAL_IS_FINITE(iv) ||
-		pg_mul_s64_overflow((int64) iv->day, USECS_PER_DAY, &days_us) ||
-		pg_mul_s64_overflow((int64) iv->month, DAYS_PER_MONTH * USECS_PER_DAY, &months_us) ||
-		pg_add_s64_overflow(iv->time, days_us, &us) || pg_add_s64_overflow(us, months_us, &us))
+	if (!fl_interval_us(PG_GETARG_INTERVAL_P(argno), &us))
 		ereport(ERROR, (errcode(ERRCODE_INVALID_PARAMETER_VALUE), errmsg("wait is out of range"),
 						errhint("Wait at most a few hours; statement_timeout also ends a wait.")));
 	if (us < 0)
@@ -105,6 +98,35 @@ fl_sleep_ms(TimestampTz now, TimestampTz deadline, FlGrant *g, long *backoff_ms)
 	return (long) Min((us + 999) / 1000, FL_MAX_SLEEP_MS);
 }
 
+/* An internal subtransaction, as PL/pgSQL runs an EXCEPTION block. */
+typedef struct FlSubxact
+{
+	MemoryContext cxt;
+	ResourceOwner owner;
+} FlSubxact;
+
+static void
+fl_subxact_begin(FlSubxact *x)
+{
+	x->cxt = CurrentMemoryContext;
+	x->owner = CurrentResourceOwner;
+	BeginInternalSubTransaction(NULL);
+	MemoryContextSwitchTo(x->cxt);
+}
+
+/* Commit or roll back; also the cleanup of an error caught inside it. */
+static void
+fl_subxact_end(FlSubxact *x, bool commit)
+{
+	MemoryContextSwitchTo(x->cxt);
+	if (commit)
+		ReleaseCurrentSubTransaction();
+	else
+		RollbackAndReleaseCurrentSubTransaction();
+	MemoryContextSwitchTo(x->cxt);
+	CurrentResourceOwner = x->owner;
+}
+
 /*
  * One attempt of a waiting acquire, in a subtransaction that is rolled back when it fails.  An
  * UPDATE that meets a row changed by a concurrent transaction locks the newest version to
@@ -114,30 +136,20 @@ fl_sleep_ms(TimestampTz now, TimestampTz deadline, FlGrant *g, long *backoff_ms)
 static void
 fl_attempt(text *resource, text *owner, int64 ttl, FlGrant *g)
 {
-	MemoryContext cxt = CurrentMemoryContext;
-	ResourceOwner resowner = CurrentResourceOwner;
+	FlSubxact x;
 
-	BeginInternalSubTransaction(NULL);
-	MemoryContextSwitchTo(cxt);
+	fl_subxact_begin(&x);
 	PG_TRY();
 	{
 		fl_try_acquire(resource, owner, ttl, 2, true, g);
 	}
 	PG_CATCH();
 	{
-		MemoryContextSwitchTo(cxt);
-		RollbackAndReleaseCurrentSubTransaction();
-		MemoryContextSwitchTo(cxt);
-		CurrentResourceOwner = resowner;
+		fl_subxact_end(&x, false);
 		PG_RE_THROW();
 	}
 	PG_END_TRY();
-	if (g->granted)
-		ReleaseCurrentSubTransaction();
-	else
-		RollbackAndReleaseCurrentSubTransaction();
-	MemoryContextSwitchTo(cxt);
-	CurrentResourceOwner = resowner;
+	fl_subxact_end(&x, g->granted);
 }
 
 /*
@@ -292,8 +304,7 @@ fencelock_acquire_all(PG_FUNCTION_ARGS)
 	TimestampTz deadline = GetCurrentTimestamp() + fl_arg_wait(fcinfo, 3);
 	text ***order = palloc(sizeof(text **) * n);
 	Datum *fences = palloc(sizeof(Datum) * n);
-	MemoryContext cxt = CurrentMemoryContext;
-	ResourceOwner resowner = CurrentResourceOwner;
+	FlSubxact x;
 	bool all = true;
 
 	for (int i = 0; i < n; i++)
@@ -309,8 +320,7 @@ fencelock_acquire_all(PG_FUNCTION_ARGS)
 	 * All or none: the grants are made in a subtransaction that is rolled back when one of them
 	 * cannot be had in time, so no fence of a partial grant is ever issued.
 	 */
-	BeginInternalSubTransaction(NULL);
-	MemoryContextSwitchTo(cxt);
+	fl_subxact_begin(&x);
 	PG_TRY();
 	{
 		for (int i = 0; i < n && all; i++)
@@ -325,19 +335,11 @@ fencelock_acquire_all(PG_FUNCTION_ARGS)
 	PG_CATCH();
 	{
 		/* A cancel or timeout while waiting: undo the partial grants, then report it. */
-		MemoryContextSwitchTo(cxt);
-		RollbackAndReleaseCurrentSubTransaction();
-		MemoryContextSwitchTo(cxt);
-		CurrentResourceOwner = resowner;
+		fl_subxact_end(&x, false);
 		PG_RE_THROW();
 	}
 	PG_END_TRY();
-	if (all)
-		ReleaseCurrentSubTransaction();
-	else
-		RollbackAndReleaseCurrentSubTransaction();
-	MemoryContextSwitchTo(cxt);
-	CurrentResourceOwner = resowner;
+	fl_subxact_end(&x, all);
 
 	if (!all)
 		PG_RETURN_NULL();
