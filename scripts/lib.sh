@@ -4,7 +4,8 @@
 set -euo pipefail
 
 PG_MAJOR=${PG_MAJOR:-15}
-PG_BIN=/usr/lib/postgresql/$PG_MAJOR/bin
+# PG_BIN may name another installation of the major (a private copy, a source build).
+PG_BIN=${PG_BIN:-/usr/lib/postgresql/$PG_MAJOR/bin}
 export PATH="$PG_BIN:$PATH"
 
 # Install what a fresh Debian 12 machine lacks (as root); quiet when all is there.
