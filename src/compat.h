@@ -13,6 +13,14 @@
 #error "fencelock requires PostgreSQL 15 or later"
 #endif
 
+/*
+ * PostgreSQL 18 replaced the pg_attribute_noreturn() suffix with the pg_noreturn prefix; the
+ * older attribute works as a prefix too.
+ */
+#if PG_VERSION_NUM < 180000
+#define pg_noreturn pg_attribute_noreturn()
+#endif
+
 /* PostgreSQL 17 added infinite intervals; earlier majors have none to reject. */
 #if PG_VERSION_NUM >= 170000
 #define FL_INTERVAL_IS_FINITE(iv) (!INTERVAL_NOT_FINITE(iv))

@@ -172,8 +172,7 @@ fence_value(Datum d, Oid typid)
 	}
 }
 
-static void reject_unfenced(Relation rel, FenceTrigger *ft, const char *why)
-	pg_attribute_noreturn();
+pg_noreturn static void reject_unfenced(Relation rel, FenceTrigger *ft, const char *why);
 
 static void
 reject_unfenced(Relation rel, FenceTrigger *ft, const char *why)
