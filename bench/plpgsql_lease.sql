@@ -5,7 +5,7 @@
 -- the insert path, compare-and-release), same argument checks, the server's clock at the moment
 -- of the call, and the grant's commit forced synchronous (SET LOCAL synchronous_commit = on).
 -- Same privilege model: nobody has rights on the table, the functions run as their owner with a
--- pinned search_path (SECURITY DEFINER ... SET search_path, as doc/STYLE.md prescribes).
+-- pinned search_path (SECURITY DEFINER ... SET search_path, as the project's style guide prescribes).
 -- Left out: the timeline base of fences after a failover (PL/pgSQL has no cheap way to read the
 -- WAL insertion timeline); that omission only makes this contender cheaper.
 

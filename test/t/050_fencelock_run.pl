@@ -13,6 +13,7 @@ use strict;
 use warnings;
 
 use Cwd qw(abs_path);
+use File::Basename qw(dirname);
 use PostgreSQL::Test::Cluster;
 use PostgreSQL::Test::Utils;
 use Test::More;
@@ -100,6 +101,30 @@ sub lease_state
 program_help_ok($bin);
 program_version_ok($bin);
 program_options_handling_ok($bin);
+
+# --- the man page: installed where man(1) finds it for a program on PATH, well-formed, and
+# naming every option --help lists (it is generated from doc/fencelock-run.md) ---
+SKIP:
+{
+	my $page = abs_path(dirname($bin) . '/..') . '/share/man/man1/fencelock-run.1';
+	skip 'fencelock-run was not installed by make install', 4
+	  if defined $ENV{FENCELOCK_RUN};
+	ok(-f $page, "man page installed at $page");
+	my ($help) = (run_fl('--help'))[1];
+	my $roff = slurp_file($page);
+	(my $plain = $roff) =~ s/\\-/-/g;
+	my @missing = grep { index($plain, $_) < 0 } ($help =~ /(--[a-z][a-z-]+)/g);
+	is("@missing", '', 'man page names every long option of --help');
+	skip 'groff or man is not installed', 2 unless -x '/usr/bin/groff' && -x '/usr/bin/man';
+	my ($out, $err) = ('', '');
+	IPC::Run::run([ 'groff', '-man', '-ww', '-z', $page ], '>', \$out, '2>', \$err);
+	is($err, '', 'man page formats without a warning');
+	local $ENV{PATH} = dirname($bin) . ":$ENV{PATH}";
+	local $ENV{MANPATH};
+	delete $ENV{MANPATH};
+	IPC::Run::run([ 'man', '-w', 'fencelock-run' ], '>', \$out, '2>', \$err);
+	is($out =~ s/\s+$//r, abs_path($page), 'man fencelock-run finds it through PATH');
+}
 
 my @bad = (
 	[ [], qr/no resource given/, 'no arguments' ],
