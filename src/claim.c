@@ -29,28 +29,36 @@
 #include "access/genam.h"
 #include "access/htup_details.h"
 #include "access/stratnum.h"
+#include "access/sysattr.h"
 #include "access/table.h"
 #include "access/xact.h"
 #include "catalog/index.h"
 #include "catalog/namespace.h"
+#include "catalog/partition.h"
 #include "catalog/pg_class.h"
+#include "catalog/pg_extension.h"
 #include "catalog/pg_index.h"
+#include "catalog/pg_inherits.h"
+#include "catalog/pg_language.h"
 #include "catalog/pg_operator.h"
+#include "catalog/pg_proc.h"
 #include "catalog/pg_trigger.h"
 #include "catalog/pg_type.h"
 #include "commands/defrem.h"
+#include "commands/extension.h"
 #include "commands/trigger.h"
 #include "fencelock.h"
 #include "funcapi.h"
 #include "lib/stringinfo.h"
 #include "miscadmin.h"
+#include "shmem.h"
 #include "nodes/makefuncs.h"
 #include "optimizer/optimizer.h"
 #include "parser/parse_coerce.h"
-#include "parser/parse_func.h"
 #include "utils/acl.h"
 #include "utils/array.h"
 #include "utils/builtins.h"
+#include "utils/fmgroids.h"
 #include "utils/hsearch.h"
 #include "utils/inval.h"
 #include "utils/lsyscache.h"
@@ -66,6 +74,16 @@ PG_FUNCTION_INFO_V1(fencelock_complete);
 PG_FUNCTION_INFO_V1(fencelock_fail);
 
 #define TASK_TRIGGER_NAME "fencelock_fence"
+
+/* The fence trigger's C function (trigger.c): how claim recognises the trigger, whatever its name.
+ */
+extern PGDLLEXPORT Datum fencelock_fence_trigger(PG_FUNCTION_ARGS);
+
+/*
+ * The largest fence claim issues.  The one value above it is kept for the bump that makes a row
+ * dead (fail, a lapsed last attempt, a row claim cannot raise), so that bump never overflows.
+ */
+#define TASK_MAX_CLAIM_FENCE (PG_INT64_MAX - 1)
 
 /* The parts a column plays in the convention, in enable_tasks' argument order. */
 typedef enum TaskCol
@@ -123,6 +141,7 @@ typedef enum TaskStmt
 	STMT_HEARTBEAT,
 	STMT_COMPLETE,
 	STMT_FAIL,
+	STMT_READ, /* the row's relation, fence and state, when a helper's UPDATE matched nothing */
 	NUM_TASK_STMTS
 } TaskStmt;
 
@@ -146,9 +165,19 @@ typedef struct TaskTable
 	int npk;
 	char *pkname; /* the first (with npk == 1, the only) key column */
 	Oid pktype;
+	Oid fence_type; /* the fence and state columns' types, as result rows carry them */
+	Oid state_type;
+	int pos_fence; /* positions among the live columns, for claim's warnings */
+	int pos_attempt;
+	int pkpos[INDEX_MAX_KEYS];
+	char relkind;
+	int nparts; /* a partitioned table: its partitions (all levels), each fenced */
+	Oid *parts;
 	char *sql[NUM_TASK_STMTS];
 	SPIPlanPtr plan[NUM_TASK_STMTS];
-	int busy; /* executions in progress: their plans must not be freed */
+	int busy;            /* executions in progress: their plans must not be freed */
+	List *retired_plans; /* dropped while busy: freed once busy is back to 0 */
+	List *retired_cxts;  /* (the statements' text, which an execution may still print) */
 } TaskTable;
 
 /*
@@ -278,6 +307,8 @@ check_columns(Relation rel, const char *const names[NUM_TASK_COLS], bool find_op
 	StringInfoData ddl;
 	const char *hint;
 	bool no_pk = !OidIsValid(RelationGetPrimaryKeyIndex(rel));
+	Bitmapset *pk_cols = RelationGetIndexAttrBitmap(rel, INDEX_ATTR_BITMAP_PRIMARY_KEY);
+	bool in_pk = false;
 
 	initStringInfo(&problems);
 	initStringInfo(&ddl);
@@ -319,6 +350,17 @@ check_columns(Relation rel, const char *const names[NUM_TASK_COLS], bool find_op
 							 problems.len > 0 ? " " : "", name, part);
 			continue;
 		}
+		/*
+		 * claim and the helpers write every part but the two they only read: a key column among
+		 * them would move the row's key, and a fence or attempt there makes every claim collide.
+		 */
+		if (i != COL_PRIORITY && i != COL_MAX_ATTEMPTS &&
+			bms_is_member(att->attnum - FirstLowInvalidHeapAttributeNumber, pk_cols))
+		{
+			appendStringInfo(&problems, "%sColumn \"%s\"%s is part of the primary key.",
+							 problems.len > 0 ? " " : "", name, part);
+			in_pk = true;
+		}
 		for (int j = 0; j < i; j++)
 			if (strcmp(NameStr(map->cols[j]), name) == 0)
 				appendStringInfo(&problems, "%sColumn \"%s\" cannot be both %s and %s.",
@@ -335,7 +377,8 @@ check_columns(Relation rel, const char *const names[NUM_TASK_COLS], bool find_op
 						"fencelock.enable_tasks(..., state_col => ...).",
 						qualname, ddl.data, no_pk ? ", and add a primary key" : "");
 	else if (problems.len > strlen("The table has no primary key."))
-		hint = psprintf("Give each part its own ordinary column of the documented type%s.",
+		hint = psprintf("Give each part its own ordinary column of the documented type%s%s.",
+						in_pk ? ", outside the primary key" : "",
 						no_pk ? ", and the table a primary key" : "");
 	else
 		hint = "Add a primary key: claim orders rows by it and the helpers find rows by it.";
@@ -343,6 +386,43 @@ check_columns(Relation rel, const char *const names[NUM_TASK_COLS], bool find_op
 					errmsg("table \"%s\" does not follow the task-table convention",
 						   RelationGetRelationName(rel)),
 					errdetail("%s", problems.data), errhint("%s", hint)));
+}
+
+/*
+ * The schema of the fencelock extension, found by the extension's OID.  The statements on
+ * fencelock.task_tables name it "fencelock" and run as the extension's owner: refuse to run them
+ * when that name no longer leads to the extension's own schema (renamed, and another planted).
+ */
+static Oid
+extension_schema(void)
+{
+	Oid ext = get_extension_oid("fencelock", false);
+	Oid nsp = InvalidOid;
+	Relation rel;
+	ScanKeyData key;
+	SysScanDesc scan;
+	HeapTuple tuple;
+
+	/* get_extension_schema() is not exported before PostgreSQL 16: read pg_extension. */
+	rel = table_open(ExtensionRelationId, AccessShareLock);
+	ScanKeyInit(&key, Anum_pg_extension_oid, BTEqualStrategyNumber, F_OIDEQ, ObjectIdGetDatum(ext));
+	scan = systable_beginscan(rel, ExtensionOidIndexId, true, NULL, 1, &key);
+	tuple = systable_getnext(scan);
+	if (HeapTupleIsValid(tuple))
+		nsp = ((Form_pg_extension) GETSTRUCT(tuple))->extnamespace;
+	systable_endscan(scan);
+	table_close(rel, AccessShareLock);
+
+	if (!OidIsValid(nsp))
+		elog(ERROR, "cache lookup failed for the schema of extension fencelock");
+	if (get_namespace_oid("fencelock", true) != nsp)
+		ereport(
+			ERROR,
+			(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+			 errmsg("schema \"fencelock\" is not the schema of extension fencelock"),
+			 errdetail("The extension's objects are in schema \"%s\".", get_namespace_name(nsp)),
+			 errhint("Rename schema \"%s\" back to \"fencelock\".", get_namespace_name(nsp))));
+	return nsp;
 }
 
 /*
@@ -360,6 +440,7 @@ read_map(Oid relid, TaskMap *map, Oid *claim_index)
 	memset(map, 0, sizeof(*map));
 	*claim_index = InvalidOid;
 	values[0] = ObjectIdGetDatum(relid);
+	extension_schema();
 	fl_begin(&session);
 	found = fl_run(&map_select, values, NULL, true) == 1;
 	if (found)
@@ -384,28 +465,102 @@ read_map(Oid relid, TaskMap *map, Oid *claim_index)
 }
 
 /*
+ * Whether a function is the fence trigger: a C function whose symbol, loaded, is this library's
+ * fencelock_fence_trigger.  Not by name: a schema planted under the name "fencelock" could hold
+ * a function called fence_trigger that fences nothing.
+ */
+static bool
+is_fence_trigger_function(Oid fn)
+{
+	HeapTuple tuple = SearchSysCache1(PROCOID, ObjectIdGetDatum(fn));
+	bool is_c;
+	FmgrInfo finfo;
+
+	if (!HeapTupleIsValid(tuple))
+		return false;
+	is_c = ((Form_pg_proc) GETSTRUCT(tuple))->prolang == ClanguageId;
+	ReleaseSysCache(tuple);
+	if (!is_c)
+		return false;
+	fmgr_info(fn, &finfo);
+	return finfo.fn_addr == fencelock_fence_trigger;
+}
+
+/*
  * Whether the table has an enabled BEFORE UPDATE row trigger, without a WHEN condition, that calls
- * fencelock.fence_trigger on the fence column.
+ * the fence trigger function on the fence column.
  */
 static bool
 has_fence_trigger(Relation rel, const char *fence_col)
 {
 	TriggerDesc *td = rel->trigdesc;
-	Oid fn = LookupFuncName(list_make2(makeString("fencelock"), makeString("fence_trigger")), 0,
-							NULL, false);
 
 	for (int i = 0; td != NULL && i < td->numtriggers; i++)
 	{
 		Trigger *tg = &td->triggers[i];
 		const char *col = tg->tgnargs > 0 ? tg->tgargs[0] : "last_fence";
 
-		if (tg->tgfoid == fn && TRIGGER_FOR_ROW(tg->tgtype) && TRIGGER_FOR_BEFORE(tg->tgtype) &&
+		if (TRIGGER_FOR_ROW(tg->tgtype) && TRIGGER_FOR_BEFORE(tg->tgtype) &&
 			TRIGGER_FOR_UPDATE(tg->tgtype) &&
 			(tg->tgenabled == TRIGGER_FIRES_ON_ORIGIN || tg->tgenabled == TRIGGER_FIRES_ALWAYS) &&
-			tg->tgqual == NULL && strcmp(col, fence_col) == 0)
+			tg->tgqual == NULL && strcmp(col, fence_col) == 0 &&
+			is_fence_trigger_function(tg->tgfoid))
 			return true;
 	}
 	return false;
+}
+
+/* Refuse rel (the task table or one of its partitions) if it lacks the fence trigger. */
+static void
+require_fence_trigger(Relation rel, Relation task_rel, const char *fence_col)
+{
+	const char *qualname;
+
+	if (has_fence_trigger(rel, fence_col))
+		return;
+	qualname = quote_qualified_identifier(get_namespace_name(RelationGetNamespace(task_rel)),
+										  RelationGetRelationName(task_rel));
+	if (rel == task_rel)
+		ereport(ERROR, (errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+						errmsg("table \"%s\" has no enabled fence trigger on column \"%s\"",
+							   RelationGetRelationName(rel), fence_col),
+						errdetail("Claims would not fence out earlier holders."),
+						errhint("Run SELECT fencelock.enable_tasks('%s') again.", qualname)));
+	ereport(ERROR,
+			(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+			 errmsg("partition \"%s\" of table \"%s\" has no enabled fence trigger on column "
+					"\"%s\"",
+					RelationGetRelationName(rel), RelationGetRelationName(task_rel), fence_col),
+			 errdetail("Claims of its rows would not fence out earlier holders."),
+			 errhint("Enable the partition's trigger %s again (ALTER TABLE ... ENABLE TRIGGER), "
+					 "or run SELECT fencelock.enable_tasks('%s') again.",
+					 TASK_TRIGGER_NAME, qualname)));
+}
+
+/*
+ * Refuse a table with inheritance children (INHERITS; partitions are not such children): claim
+ * and the helpers would update the children's rows through it, but the fence trigger on the
+ * parent does not fire for them, so nothing would fence those rows.  Cheap when the table never
+ * had a child (relhassubclass), so claim checks it on every call: a child may come at any time.
+ */
+static void
+refuse_inheritance_children(Oid relid)
+{
+	List *children;
+
+	if (get_rel_relkind(relid) != RELKIND_RELATION || !has_subclass(relid))
+		return;
+	children = find_inheritance_children(relid, NoLock);
+	if (children == NIL)
+		return;
+	ereport(ERROR,
+			(errcode(ERRCODE_WRONG_OBJECT_TYPE),
+			 errmsg("table \"%s\" has inheritance children", get_rel_name(relid)),
+			 errdetail("Rows of child table \"%s\" would be claimed through it, but its fence "
+					   "trigger does not fire for them, so they would not be fenced.",
+					   get_rel_name(linitial_oid(children))),
+			 errhint("Use a partitioned table (its partitions get the fence trigger), or enable "
+					 "each child table on its own and claim from it.")));
 }
 
 /* ---------------------------------------------------------------------------------------------
@@ -420,36 +575,67 @@ typedef struct SqlParts
 	int npk;
 	const char *pk[INDEX_MAX_KEYS];   /* quoted */
 	const char *pkeq[INDEX_MAX_KEYS]; /* OPERATOR(schema.=) of the key's btree opfamily */
+	/* claim's result: each part's position among the table's live columns (0: absent) */
+	int pos[NUM_TASK_COLS];
+	int pkpos[INDEX_MAX_KEYS];
+	const char *attempt_max; /* the attempt column's type's maximum, a literal */
 } SqlParts;
+
+/* Columns before the table's own in claim's result: claimed, exhausted, tableoid. */
+#define CLAIM_LEAD_COLS 3
 
 static void
 append_pk_join(StringInfo buf, const SqlParts *p, const char *other)
 {
 	for (int i = 0; i < p->npk; i++)
-		appendStringInfo(buf, "%st.%s %s %s.%s", i > 0 ? " AND " : "", p->pk[i], p->pkeq[i], other,
-						 p->pk[i]);
+		appendStringInfo(buf, "%st.%s %s %s.k%d", i > 0 ? " AND " : "", p->pk[i], p->pkeq[i], other,
+						 i + 1);
 }
 
 /* The claim order: priority (lowest first), then run_after, then the primary key. */
 static void
-append_order(StringInfo buf, const SqlParts *p, const char *alias)
+append_order(StringInfo buf, const SqlParts *p)
 {
 	const char *sep = "";
 
 	appendStringInfoString(buf, " ORDER BY ");
 	if (p->col[COL_PRIORITY])
 	{
-		appendStringInfo(buf, "%s.%s", alias, p->col[COL_PRIORITY]);
+		appendStringInfo(buf, "t.%s", p->col[COL_PRIORITY]);
 		sep = ", ";
 	}
 	if (p->col[COL_RUN_AFTER])
 	{
-		appendStringInfo(buf, "%s%s.%s", sep, alias, p->col[COL_RUN_AFTER]);
+		appendStringInfo(buf, "%st.%s", sep, p->col[COL_RUN_AFTER]);
 		sep = ", ";
 	}
 	for (int i = 0; i < p->npk; i++)
 	{
-		appendStringInfo(buf, "%s%s.%s", sep, alias, p->pk[i]);
+		appendStringInfo(buf, "%st.%s", sep, p->pk[i]);
+		sep = ", ";
+	}
+}
+
+/* The same order over claim's result, by position: no name there can be ambiguous. */
+static void
+append_order_by_position(StringInfo buf, const SqlParts *p)
+{
+	const char *sep = "";
+
+	appendStringInfoString(buf, " ORDER BY ");
+	if (p->col[COL_PRIORITY])
+	{
+		appendStringInfo(buf, "%d", CLAIM_LEAD_COLS + p->pos[COL_PRIORITY]);
+		sep = ", ";
+	}
+	if (p->col[COL_RUN_AFTER])
+	{
+		appendStringInfo(buf, "%s%d", sep, CLAIM_LEAD_COLS + p->pos[COL_RUN_AFTER]);
+		sep = ", ";
+	}
+	for (int i = 0; i < p->npk; i++)
+	{
+		appendStringInfo(buf, "%s%d", sep, CLAIM_LEAD_COLS + p->pkpos[i]);
 		sep = ", ";
 	}
 }
@@ -468,60 +654,102 @@ append_claimable(StringInfo buf, const SqlParts *p)
 					 p->col[COL_STATE], p->col[COL_LEASE_UNTIL], p->col[COL_LEASE_UNTIL]);
 }
 
-/* "CASE WHEN the row used up its attempts THEN dead ELSE claimed END", or just claimed. */
+/* Whether the row used up its attempts (never null); false without a max_attempts column. */
 static void
-append_unless_exhausted(StringInfo buf, const SqlParts *p, const char *dead, const char *claimed)
+append_attempts_used(StringInfo buf, const SqlParts *p)
 {
 	if (p->col[COL_MAX_ATTEMPTS] == NULL)
-		appendStringInfoString(buf, claimed);
+		appendStringInfoString(buf, "false");
 	else
-		appendStringInfo(buf,
-						 "CASE WHEN COALESCE(t.%s, 0) OPERATOR(pg_catalog.>=) t.%s THEN %s "
-						 "ELSE %s END",
-						 p->col[COL_ATTEMPT], p->col[COL_MAX_ATTEMPTS], dead, claimed);
+		appendStringInfo(buf, "COALESCE(COALESCE(t.%s, 0) OPERATOR(pg_catalog.>=) t.%s, false)",
+						 p->col[COL_ATTEMPT], p->col[COL_MAX_ATTEMPTS]);
+}
+
+/*
+ * Whether claim cannot take the row without an overflow (never null): its fence is at the largest
+ * fence claim issues, or its attempt at its type's maximum.
+ */
+static void
+append_exhausted(StringInfo buf, const SqlParts *p)
+{
+	appendStringInfo(buf,
+					 "COALESCE(t.%s OPERATOR(pg_catalog.>=) " INT64_FORMAT
+					 "::pg_catalog.int8, false) OR COALESCE(t.%s OPERATOR(pg_catalog.>=) %s, "
+					 "false)",
+					 p->col[COL_FENCE], (int64) TASK_MAX_CLAIM_FENCE, p->col[COL_ATTEMPT],
+					 p->attempt_max);
+}
+
+/*
+ * The fence of a row that becomes dead, from its fence f: above f, so its last worker's writes
+ * are refused, yet never past the type's maximum (a row already there keeps it).
+ */
+static const char *
+dead_fence(const char *f)
+{
+	return psprintf("LEAST(%s, " INT64_FORMAT "::pg_catalog.int8) OPERATOR(pg_catalog.+) 1", f,
+					(int64) TASK_MAX_CLAIM_FENCE);
 }
 
 /*
  * One statement: lock up to $5 claimable rows in claim order, skipping rows other workers hold,
- * and in the same UPDATE give each the caller's lease ($2 worker, $3 deadline), the next attempt
- * and a fence above every fence it had before ($4 timeline base).  A row that used up its
- * attempts becomes 'dead' instead (its fence raised all the same).  Returns whether each row
- * became dead, then the row, in claim order.
+ * and decide for each (from the locked row) whether it can be claimed.  The same UPDATE gives each
+ * claimable row the caller's lease ($2 worker, $3 deadline), the next attempt and a fence above
+ * every fence it had before ($4 timeline base).  A row that used up its attempts, or that claim
+ * cannot raise without an overflow (exhausted), becomes 'dead' instead, its fence raised all the
+ * same where the type allows.  Returns, in claim order: whether the row was claimed, whether it was
+ * exhausted, the relation it is in (the table or a partition), then the row's columns.
  */
 static char *
 build_claim(const SqlParts *p)
 {
 	StringInfoData buf;
-	char *lease_owner = psprintf("t.%s", p->col[COL_LEASE_OWNER]);
-	char *attempt = psprintf("COALESCE(t.%s, 0) OPERATOR(pg_catalog.+) 1", p->col[COL_ATTEMPT]);
-	char *attempt_kept = psprintf("t.%s", p->col[COL_ATTEMPT]);
+	const char *greatest = psprintf("GREATEST(t.%s, $4)", p->col[COL_FENCE]);
 
 	initStringInfo(&buf);
-	appendStringInfoString(&buf, "WITH c AS MATERIALIZED (SELECT ");
+	appendStringInfoString(&buf, "WITH c(");
 	for (int i = 0; i < p->npk; i++)
-		appendStringInfo(&buf, "%st.%s", i > 0 ? ", " : "", p->pk[i]);
+		appendStringInfo(&buf, "k%d, ", i + 1);
+	appendStringInfoString(&buf, "claimed, exhausted) AS MATERIALIZED (SELECT ");
+	for (int i = 0; i < p->npk; i++)
+		appendStringInfo(&buf, "t.%s, ", p->pk[i]);
+	appendStringInfoString(&buf, "NOT (");
+	append_exhausted(&buf, p);
+	appendStringInfoString(&buf, " OR ");
+	append_attempts_used(&buf, p);
+	appendStringInfoString(&buf, "), ");
+	append_exhausted(&buf, p);
 	appendStringInfo(&buf, " FROM %s AS t WHERE ", p->table);
 	append_claimable(&buf, p);
-	append_order(&buf, p, "t");
-	appendStringInfo(&buf, " LIMIT $5 FOR UPDATE OF t SKIP LOCKED), u AS (UPDATE %s AS t SET %s = ",
-					 p->table, p->col[COL_STATE]);
-	append_unless_exhausted(&buf, p, "'dead'", "'running'");
-	appendStringInfo(&buf, ", %s = ", p->col[COL_LEASE_OWNER]);
-	append_unless_exhausted(&buf, p, lease_owner, "$2");
-	appendStringInfo(&buf, ", %s = ", p->col[COL_LEASE_UNTIL]);
-	append_unless_exhausted(&buf, p, "NULL", "$3");
-	appendStringInfo(&buf, ", %s = ", p->col[COL_ATTEMPT]);
-	append_unless_exhausted(&buf, p, attempt_kept, attempt);
-	appendStringInfo(&buf, ", %s = GREATEST(t.%s, $4) OPERATOR(pg_catalog.+) 1 FROM c WHERE ",
-					 p->col[COL_FENCE], p->col[COL_FENCE]);
+	append_order(&buf, p);
+	appendStringInfo(&buf,
+					 " LIMIT $5 FOR UPDATE OF t SKIP LOCKED), u AS (UPDATE %s AS t SET "
+					 "%s = CASE WHEN c.claimed THEN 'running' ELSE 'dead' END, "
+					 "%s = CASE WHEN c.claimed THEN $2 ELSE t.%s END, "
+					 "%s = CASE WHEN c.claimed THEN $3 END, "
+					 "%s = CASE WHEN c.claimed THEN COALESCE(t.%s, 0) OPERATOR(pg_catalog.+) 1 "
+					 "ELSE t.%s END, "
+					 "%s = CASE WHEN c.claimed THEN %s OPERATOR(pg_catalog.+) 1 ELSE %s END",
+					 p->table, p->col[COL_STATE], p->col[COL_LEASE_OWNER], p->col[COL_LEASE_OWNER],
+					 p->col[COL_LEASE_UNTIL], p->col[COL_ATTEMPT], p->col[COL_ATTEMPT],
+					 p->col[COL_ATTEMPT], p->col[COL_FENCE], greatest, dead_fence(greatest));
+	if (p->col[COL_LAST_ERROR])
+		appendStringInfo(&buf,
+						 ", %s = CASE WHEN c.exhausted THEN 'fencelock: fence or attempt at its "
+						 "maximum' ELSE t.%s END",
+						 p->col[COL_LAST_ERROR], p->col[COL_LAST_ERROR]);
+	appendStringInfoString(&buf, " FROM c WHERE ");
 	append_pk_join(&buf, p, "c");
-	appendStringInfo(&buf, " RETURNING t.*) SELECT u.%s OPERATOR(pg_catalog.=) 'dead', u.* FROM u",
-					 p->col[COL_STATE]);
-	append_order(&buf, p, "u");
+	appendStringInfoString(&buf,
+						   " RETURNING c.claimed, c.exhausted, t.tableoid, t.*) SELECT u.* FROM u");
+	append_order_by_position(&buf, p);
 	return buf.data;
 }
 
-/* heartbeat, complete and fail: one row by its key ($1), carrying the caller's fence ($2). */
+/*
+ * heartbeat, complete and fail: the row with key $1 if it is running under exactly the fence $2.
+ * Each returns the relation the row is in; fail also the new state.
+ */
 static char *
 build_row_update(const SqlParts *p, TaskStmt stmt)
 {
@@ -532,22 +760,24 @@ build_row_update(const SqlParts *p, TaskStmt stmt)
 	switch (stmt)
 	{
 		case STMT_HEARTBEAT:
-			appendStringInfo(&buf, "%s = $3", p->col[COL_LEASE_UNTIL]);
+			appendStringInfo(&buf, "%s = $3, %s = $2", p->col[COL_LEASE_UNTIL], p->col[COL_FENCE]);
 			break;
 		case STMT_COMPLETE:
-			appendStringInfo(&buf, "%s = 'done', %s = NULL", p->col[COL_STATE],
-							 p->col[COL_LEASE_UNTIL]);
+			appendStringInfo(&buf, "%s = 'done', %s = NULL, %s = $2", p->col[COL_STATE],
+							 p->col[COL_LEASE_UNTIL], p->col[COL_FENCE]);
 			break;
 		default:
-			appendStringInfo(&buf, "%s = ", p->col[COL_STATE]);
-			if (p->col[COL_MAX_ATTEMPTS])
-				appendStringInfo(&buf,
-								 "CASE WHEN COALESCE(t.%s, 0) OPERATOR(pg_catalog.>=) "
-								 "t.%s THEN 'dead' ELSE 'ready' END",
-								 p->col[COL_ATTEMPT], p->col[COL_MAX_ATTEMPTS]);
-			else
-				appendStringInfoString(&buf, "'ready'");
-			appendStringInfo(&buf, ", %s = NULL", p->col[COL_LEASE_UNTIL]);
+			/*
+			 * A row that goes dead gets a fence above its last worker's, so nothing that worker
+			 * still sends (complete, a late result) is accepted.
+			 */
+			appendStringInfo(&buf, "%s = CASE WHEN ", p->col[COL_STATE]);
+			append_attempts_used(&buf, p);
+			appendStringInfo(&buf, " THEN 'dead' ELSE 'ready' END, %s = CASE WHEN ",
+							 p->col[COL_FENCE]);
+			append_attempts_used(&buf, p);
+			appendStringInfo(&buf, " THEN %s ELSE $2 END, %s = NULL", dead_fence("$2"),
+							 p->col[COL_LEASE_UNTIL]);
 			if (p->col[COL_RUN_AFTER])
 				appendStringInfo(&buf, ", %s = COALESCE($3, t.%s)", p->col[COL_RUN_AFTER],
 								 p->col[COL_RUN_AFTER]);
@@ -555,29 +785,21 @@ build_row_update(const SqlParts *p, TaskStmt stmt)
 				appendStringInfo(&buf, ", %s = $4", p->col[COL_LAST_ERROR]);
 			break;
 	}
-	if (stmt == STMT_FAIL && p->col[COL_MAX_ATTEMPTS])
-	{
-		/*
-		 * A row that goes dead gets a fence above its last worker's, so nothing that worker
-		 * still sends (complete, a late result) is accepted; a stale fence stays as it is and
-		 * the trigger refuses it.
-		 */
-		appendStringInfo(&buf,
-						 ", %s = CASE WHEN COALESCE(t.%s, 0) OPERATOR(pg_catalog.>=) t.%s "
-						 "AND $2 OPERATOR(pg_catalog.>=) t.%s THEN $2 OPERATOR(pg_catalog.+) 1 "
-						 "ELSE $2 END",
-						 p->col[COL_FENCE], p->col[COL_ATTEMPT], p->col[COL_MAX_ATTEMPTS],
-						 p->col[COL_FENCE]);
-		appendStringInfo(&buf, " WHERE t.%s %s $1", p->pk[0], p->pkeq[0]);
-	}
-	else
-		appendStringInfo(&buf, ", %s = $2 WHERE t.%s %s $1", p->col[COL_FENCE], p->pk[0],
-						 p->pkeq[0]);
-	if (stmt == STMT_HEARTBEAT)
-		appendStringInfo(&buf, " AND t.%s OPERATOR(pg_catalog.=) 'running'", p->col[COL_STATE]);
+	appendStringInfo(&buf,
+					 " WHERE t.%s %s $1 AND t.%s OPERATOR(pg_catalog.=) $2 AND t.%s "
+					 "OPERATOR(pg_catalog.=) 'running' RETURNING t.tableoid",
+					 p->pk[0], p->pkeq[0], p->col[COL_FENCE], p->col[COL_STATE]);
 	if (stmt == STMT_FAIL)
-		appendStringInfo(&buf, " RETURNING t.%s", p->col[COL_STATE]);
+		appendStringInfo(&buf, ", t.%s", p->col[COL_STATE]);
 	return buf.data;
+}
+
+/* The row with key $1, when a helper's UPDATE matched nothing: its relation, fence and state. */
+static char *
+build_read(const SqlParts *p)
+{
+	return psprintf("SELECT t.tableoid, t.%s, t.%s FROM %s AS t WHERE t.%s %s $1",
+					p->col[COL_FENCE], p->col[COL_STATE], p->table, p->pk[0], p->pkeq[0]);
 }
 
 /* OPERATOR(schema.name) for the equality of a key column's btree opfamily. */
@@ -617,23 +839,124 @@ task_relcache_cb(Datum arg, Oid relid)
 	{
 		if (relid == InvalidOid || tt->relid == relid)
 			tt->valid = false;
+		for (int i = 0; tt->valid && i < tt->nparts; i++)
+			if (tt->parts[i] == relid)
+				tt->valid = false;
 	}
 }
 
-/* Forget what was built for a table.  Plans still executing (a nested call) are left alone. */
+/*
+ * A schema or an operator changed: the statements name the table by its schema's name and key
+ * operators by theirs, and PostgreSQL's plan cache analyses kept statements again by those names,
+ * which may now lead to other objects (a schema renamed and another created under its name).
+ * Such changes are rare: build every table's statements again from the catalog.
+ */
+static void
+task_syscache_cb(Datum arg, int cacheid, uint32 hashvalue)
+{
+	HASH_SEQ_STATUS status;
+	TaskTable *tt;
+
+	hash_seq_init(&status, task_tables);
+	while ((tt = hash_seq_search(&status)) != NULL)
+		tt->valid = false;
+}
+
+/* Free what was dropped while executions were in progress, once none is. */
+static void
+task_table_free_retired(TaskTable *tt)
+{
+	ListCell *lc;
+
+	if (tt->busy > 0)
+		return;
+	foreach (lc, tt->retired_plans)
+		SPI_freeplan((SPIPlanPtr) lfirst(lc));
+	foreach (lc, tt->retired_cxts)
+		MemoryContextDelete((MemoryContext) lfirst(lc));
+	list_free(tt->retired_plans);
+	list_free(tt->retired_cxts);
+	tt->retired_plans = NIL;
+	tt->retired_cxts = NIL;
+}
+
+/*
+ * Forget what was built for a table.  Plans still executing (a nested call) are kept on the
+ * retired lists and freed when the last execution ends.
+ */
 static void
 task_table_reset(TaskTable *tt)
 {
+	MemoryContext old = MemoryContextSwitchTo(TopMemoryContext);
+
 	for (int i = 0; i < NUM_TASK_STMTS; i++)
 	{
-		if (tt->plan[i] != NULL && tt->busy == 0)
-			SPI_freeplan(tt->plan[i]);
+		if (tt->plan[i] != NULL)
+			tt->retired_plans = lappend(tt->retired_plans, tt->plan[i]);
 		tt->plan[i] = NULL;
 		tt->sql[i] = NULL;
 	}
 	if (tt->cxt != NULL)
-		MemoryContextDelete(tt->cxt);
+		tt->retired_cxts = lappend(tt->retired_cxts, tt->cxt);
+	MemoryContextSwitchTo(old);
 	tt->cxt = NULL;
+	tt->parts = NULL;
+	tt->nparts = 0;
+	task_table_free_retired(tt);
+}
+
+/* The type's largest value, as a literal, for an integer type. */
+static const char *
+int_type_max(Oid typid)
+{
+	switch (getBaseType(typid))
+	{
+		case INT2OID:
+			return "32767";
+		case INT4OID:
+			return "2147483647";
+		default:
+			return psprintf(INT64_FORMAT, PG_INT64_MAX);
+	}
+}
+
+/* A column's position among the table's live (not dropped) columns, from 1. */
+static int
+live_position(Relation rel, AttrNumber attnum)
+{
+	TupleDesc desc = RelationGetDescr(rel);
+	int pos = 0;
+
+	for (int i = 0; i < attnum; i++)
+		if (!TupleDescAttr(desc, i)->attisdropped)
+			pos++;
+	return pos;
+}
+
+/* A partitioned table: every partition, at every level, must carry the fence trigger too. */
+static void
+task_table_partitions(TaskTable *tt, Relation rel, const char *fence_col)
+{
+	List *all = find_all_inheritors(tt->relid, AccessShareLock, NULL);
+	ListCell *lc;
+	int n = 0;
+
+	tt->parts = palloc(list_length(all) * sizeof(Oid));
+	foreach (lc, all)
+	{
+		Oid part = lfirst_oid(lc);
+		Relation prel;
+
+		if (part == tt->relid)
+			continue;
+		tt->parts[n++] = part;
+		if (get_rel_relkind(part) != RELKIND_RELATION)
+			continue; /* a partitioned partition holds no rows itself */
+		prel = table_open(part, NoLock);
+		require_fence_trigger(prel, rel, fence_col);
+		table_close(prel, NoLock);
+	}
+	tt->nparts = n;
 }
 
 /* Resolve the table: its mapping, the fence trigger, the key, and the statements' text. */
@@ -667,27 +990,35 @@ task_table_build(TaskTable *tt)
 	for (int i = 0; i < NUM_TASK_COLS; i++)
 		names[i] = NameStr(map.cols[i])[0] != '\0' ? pstrdup(NameStr(map.cols[i])) : NULL;
 	check_columns(rel, names, false, &map);
-	if (!has_fence_trigger(rel, NameStr(map.cols[COL_FENCE])))
-		ereport(ERROR,
-				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
-				 errmsg("table \"%s\" has no enabled fence trigger on column \"%s\"",
-						RelationGetRelationName(rel), NameStr(map.cols[COL_FENCE])),
-				 errdetail("Claims would not fence out earlier holders."),
-				 errhint("Run SELECT fencelock.enable_tasks('%s') again.",
-						 quote_qualified_identifier(get_namespace_name(RelationGetNamespace(rel)),
-													RelationGetRelationName(rel)))));
+	require_fence_trigger(rel, rel, NameStr(map.cols[COL_FENCE]));
 
 	tt->cxt =
 		AllocSetContextCreate(CacheMemoryContext, "fencelock task table", ALLOCSET_SMALL_SIZES);
 	old = MemoryContextSwitchTo(tt->cxt);
+
+	tt->relkind = rel->rd_rel->relkind;
+	if (tt->relkind == RELKIND_PARTITIONED_TABLE)
+		task_table_partitions(tt, rel, NameStr(map.cols[COL_FENCE]));
 
 	memset(&p, 0, sizeof(p));
 	p.table = quote_qualified_identifier(get_namespace_name(RelationGetNamespace(rel)),
 										 RelationGetRelationName(rel));
 	for (int i = 0; i < NUM_TASK_COLS; i++)
 	{
+		Form_pg_attribute att;
+
 		tt->has[i] = NameStr(map.cols[i])[0] != '\0';
-		p.col[i] = tt->has[i] ? quote_identifier(pstrdup(NameStr(map.cols[i]))) : NULL;
+		if (!tt->has[i])
+			continue;
+		p.col[i] = quote_identifier(pstrdup(NameStr(map.cols[i])));
+		att = find_column(rel, NameStr(map.cols[i]));
+		p.pos[i] = live_position(rel, att->attnum);
+		if (i == COL_ATTEMPT)
+			p.attempt_max = int_type_max(att->atttypid);
+		if (i == COL_FENCE)
+			tt->fence_type = att->atttypid;
+		if (i == COL_STATE)
+			tt->state_type = att->atttypid;
 	}
 
 	idx = index_open(RelationGetPrimaryKeyIndex(rel), AccessShareLock);
@@ -699,6 +1030,7 @@ task_table_build(TaskTable *tt)
 
 		p.pk[i] = quote_identifier(name);
 		p.pkeq[i] = key_equality(idx->rd_opfamily[i], idx->rd_opcintype[i]);
+		p.pkpos[i] = live_position(rel, attnum);
 		if (i == 0)
 		{
 			tt->pkname = name;
@@ -707,12 +1039,18 @@ task_table_build(TaskTable *tt)
 	}
 	index_close(idx, AccessShareLock);
 	tt->npk = p.npk;
+	memcpy(tt->pkpos, p.pkpos, sizeof(p.pkpos));
+	tt->pos_fence = p.pos[COL_FENCE];
+	tt->pos_attempt = p.pos[COL_ATTEMPT];
 	tt->relname = pstrdup(RelationGetRelationName(rel));
 
 	tt->sql[STMT_CLAIM] = build_claim(&p);
 	if (p.npk == 1)
-		for (int s = STMT_HEARTBEAT; s < NUM_TASK_STMTS; s++)
+	{
+		for (int s = STMT_HEARTBEAT; s <= STMT_FAIL; s++)
 			tt->sql[s] = build_row_update(&p, s);
+		tt->sql[STMT_READ] = build_read(&p);
+	}
 
 	MemoryContextSwitchTo(old);
 	table_close(rel, NoLock);
@@ -734,6 +1072,8 @@ task_table(Oid relid)
 		task_tables =
 			hash_create("fencelock task tables", 16, &ctl, HASH_ELEM | HASH_BLOBS | HASH_CONTEXT);
 		CacheRegisterRelcacheCallback(task_relcache_cb, (Datum) 0);
+		CacheRegisterSyscacheCallback(NAMESPACEOID, task_syscache_cb, (Datum) 0);
+		CacheRegisterSyscacheCallback(OPEROID, task_syscache_cb, (Datum) 0);
 	}
 	tt = hash_search(task_tables, &relid, HASH_ENTER, &found);
 	if (!found)
@@ -741,6 +1081,8 @@ task_table(Oid relid)
 		memset(tt, 0, sizeof(*tt));
 		tt->relid = relid;
 	}
+	/* What a nested call retired, or an error left behind. */
+	task_table_free_retired(tt);
 	/* Building may take locks and so process invalidations: repeat until it stays valid. */
 	while (!tt->valid)
 	{
@@ -758,6 +1100,8 @@ task_table(Oid relid)
 		}
 		PG_END_TRY();
 	}
+	/* A child may be added at any time, without invalidating the table (relhassubclass set). */
+	refuse_inheritance_children(relid);
 	return tt;
 }
 
@@ -769,7 +1113,7 @@ task_plan(TaskTable *tt, TaskStmt stmt, int nargs, const Oid *argtypes)
 	{
 		/*
 		 * claim's best plan depends on max_rows (an index scan in claim order for a few rows), so
-		 * it is planned with the call's values every time; the one-row updates use the key.
+		 * it is planned with the call's values every time; the one-row statements use the key.
 		 */
 		SPIPlanPtr plan = SPI_prepare_cursor(tt->sql[stmt], nargs, (Oid *) argtypes,
 											 stmt == STMT_CLAIM ? CURSOR_OPT_CUSTOM_PLAN : 0);
@@ -790,6 +1134,7 @@ task_run(TaskTable *tt, TaskStmt stmt, int nargs, const Oid *argtypes, Datum *va
 		 const char *nulls)
 {
 	SPIPlanPtr plan = task_plan(tt, stmt, nargs, argtypes);
+	const char *sql = tt->sql[stmt]; /* kept (retired) until busy is 0 again, like the plan */
 	int rc;
 
 	tt->busy++;
@@ -803,9 +1148,47 @@ task_run(TaskTable *tt, TaskStmt stmt, int nargs, const Oid *argtypes, Datum *va
 	}
 	PG_END_TRY();
 	if (rc < 0)
-		elog(ERROR, "SPI_execute_plan failed for \"%s\": %s", tt->sql[stmt],
-			 SPI_result_code_string(rc));
+		elog(ERROR, "SPI_execute_plan failed for \"%s\": %s", sql, SPI_result_code_string(rc));
+	task_table_free_retired(tt);
 	return SPI_processed;
+}
+
+/*
+ * Whether a result row's relation is the task table or one of its partitions.  The statements
+ * name the table by its schema-qualified name, which the plan cache may resolve again to another
+ * table should names change under a running statement: nothing of such a row may be used.
+ */
+static void
+check_result_relation(TaskTable *tt, Oid tableoid)
+{
+	if (tableoid == tt->relid)
+		return;
+	for (int i = 0; i < tt->nparts; i++)
+		if (tt->parts[i] == tableoid)
+			return;
+	ereport(ERROR,
+			(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+			 errmsg("statement for table \"%s\" ran on another table", tt->relname),
+			 errdetail("Its name led to another table: the table or its schema was renamed."),
+			 errhint("Retry the call.")));
+}
+
+/* Whether a result column is of the type expected (and so safe to copy), else an error. */
+static void
+check_result_column(TaskTable *tt, TupleDesc desc, int col, Oid typid, int32 typmod)
+{
+	if (col <= desc->natts)
+	{
+		Form_pg_attribute att = TupleDescAttr(desc, col - 1);
+
+		if (att->atttypid == typid && (typmod < 0 || att->atttypmod == typmod))
+			return;
+	}
+	ereport(ERROR,
+			(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+			 errmsg("statement for table \"%s\" returned a row of another type", tt->relname),
+			 errdetail("Its name led to another table: the table or its schema was renamed."),
+			 errhint("Retry the call.")));
 }
 
 /* ---------------------------------------------------------------------------------------------
@@ -978,6 +1361,7 @@ fencelock_enable_tasks(PG_FUNCTION_ARGS)
 	Datum values[3];
 	NameData index_name;
 	FlSession session;
+	const char *trigger_fn;
 
 	require_arg(fcinfo, 0, "tbl", "Pass the task table, e.g. 'jobs'.");
 	relid = PG_GETARG_OID(0);
@@ -1006,6 +1390,7 @@ fencelock_enable_tasks(PG_FUNCTION_ARGS)
 	/* Serializes enable_tasks on the table, and conflicts with every writer of it. */
 	rel = table_open(relid, ShareRowExclusiveLock);
 	check_columns(rel, names, true, &map);
+	refuse_inheritance_children(relid);
 	nsp = RelationGetNamespace(rel);
 	qualname = quote_qualified_identifier(get_namespace_name(nsp), RelationGetRelationName(rel));
 
@@ -1017,13 +1402,16 @@ fencelock_enable_tasks(PG_FUNCTION_ARGS)
 	index = new_index ? InvalidOid : old_index;
 	/* DDL refuses a table this session has open; the lock stays. */
 	table_close(rel, NoLock);
+	/* The trigger function by the extension's own schema, whatever now has the name fencelock. */
+	trigger_fn =
+		quote_qualified_identifier(get_namespace_name(extension_schema()), "fence_trigger");
 
 	/* The DDL runs as the caller, the table's owner. */
 	if (SPI_connect() != SPI_OK_CONNECT)
 		elog(ERROR, "SPI_connect failed");
 	run_ddl(psprintf("CREATE OR REPLACE TRIGGER %s BEFORE UPDATE ON %s FOR EACH ROW EXECUTE "
-					 "FUNCTION fencelock.fence_trigger(%s)",
-					 TASK_TRIGGER_NAME, qualname,
+					 "FUNCTION %s(%s)",
+					 TASK_TRIGGER_NAME, qualname, trigger_fn,
 					 quote_literal_cstr(NameStr(map.cols[COL_FENCE]))));
 	if (new_index)
 	{
@@ -1051,6 +1439,27 @@ fencelock_enable_tasks(PG_FUNCTION_ARGS)
 	if (SPI_finish() != SPI_OK_FINISH)
 		elog(ERROR, "SPI_finish failed");
 
+	/* The trigger just made must be the fence trigger, on the table and on every partition. */
+	CommandCounterIncrement();
+	rel = table_open(relid, NoLock);
+	require_fence_trigger(rel, rel, NameStr(map.cols[COL_FENCE]));
+	if (rel->rd_rel->relkind == RELKIND_PARTITIONED_TABLE)
+	{
+		ListCell *lc;
+
+		foreach (lc, find_all_inheritors(relid, NoLock, NULL))
+		{
+			Relation prel;
+
+			if (get_rel_relkind(lfirst_oid(lc)) != RELKIND_RELATION)
+				continue;
+			prel = table_open(lfirst_oid(lc), NoLock);
+			require_fence_trigger(prel, rel, NameStr(map.cols[COL_FENCE]));
+			table_close(prel, NoLock);
+		}
+	}
+	table_close(rel, NoLock);
+
 	for (int i = 0; i < NUM_TASK_COLS; i++)
 	{
 		cols[i] = NameGetDatum(&map.cols[i]);
@@ -1077,21 +1486,81 @@ fencelock_enable_tasks(PG_FUNCTION_ARGS)
  * ---------------------------------------------------------------------------------------------
  */
 
-/* Put the claimed rows of the last statement into the result; returns how many, and the dead. */
+/* Claim's result must have the columns the statement was built for, of the table's types. */
+static void
+claim_check_result(TaskTable *tt, TupleDesc desc, TupleDesc rdesc)
+{
+	int col = CLAIM_LEAD_COLS;
+
+	check_result_column(tt, rdesc, 1, BOOLOID, -1);
+	check_result_column(tt, rdesc, 2, BOOLOID, -1);
+	check_result_column(tt, rdesc, 3, OIDOID, -1);
+	for (int i = 0; i < desc->natts; i++)
+	{
+		Form_pg_attribute att = TupleDescAttr(desc, i);
+
+		if (!att->attisdropped)
+			check_result_column(tt, rdesc, ++col, att->atttypid, att->atttypmod);
+	}
+	if (rdesc->natts != col)
+		check_result_column(tt, rdesc, col + 1, InvalidOid, -1);
+}
+
+/* A row claim could not raise: a warning that names it. */
+static void
+claim_warn_exhausted(TaskTable *tt, HeapTuple tuple, TupleDesc rdesc)
+{
+	StringInfoData names;
+	StringInfoData values;
+
+	initStringInfo(&names);
+	initStringInfo(&values);
+	for (int i = 0; i < tt->npk; i++)
+	{
+		char *v = SPI_getvalue(tuple, rdesc, CLAIM_LEAD_COLS + tt->pkpos[i]);
+
+		appendStringInfo(&names, "%s%s", i > 0 ? ", " : "",
+						 quote_identifier(SPI_fname(rdesc, CLAIM_LEAD_COLS + tt->pkpos[i])));
+		appendStringInfo(&values, "%s%s", i > 0 ? ", " : "", v != NULL ? v : "null");
+	}
+	ereport(WARNING,
+			(errcode(ERRCODE_NUMERIC_VALUE_OUT_OF_RANGE),
+			 errmsg("task (%s)=(%s) of table \"%s\" cannot be claimed: its fence or attempt is at "
+					"its maximum",
+					names.data, values.data, tt->relname),
+			 errdetail("Its fence is %s, its attempt %s. The row was made dead, so that the other "
+					   "rows stay claimable.",
+					   SPI_getvalue(tuple, rdesc, CLAIM_LEAD_COLS + tt->pos_fence),
+					   SPI_getvalue(tuple, rdesc, CLAIM_LEAD_COLS + tt->pos_attempt)),
+			 errhint("To run it again, delete the row and insert it again with a fence above "
+					 "every fence a worker may still hold and a lower attempt.")));
+}
+
+/*
+ * Put the claimed rows of the last statement into the result; returns how many, and how many rows
+ * became dead instead.  Nothing is copied before the result is known to be the table's rows.
+ */
 static int64
-claim_collect(ReturnSetInfo *rsinfo, Datum *row, bool *rownulls, int64 *dead)
+claim_collect(TaskTable *tt, ReturnSetInfo *rsinfo, Datum *row, bool *rownulls, int64 *dead)
 {
 	TupleDesc desc = rsinfo->setDesc;
+	TupleDesc rdesc = SPI_tuptable->tupdesc;
 	int64 claimed = 0;
+	bool isnull;
 
+	claim_check_result(tt, desc, rdesc);
+	for (uint64 r = 0; r < SPI_processed; r++)
+		check_result_relation(
+			tt, DatumGetObjectId(SPI_getbinval(SPI_tuptable->vals[r], rdesc, 3, &isnull)));
 	for (uint64 r = 0; r < SPI_processed; r++)
 	{
 		HeapTuple tuple = SPI_tuptable->vals[r];
-		bool isnull;
-		int col = 1; /* column 1 says whether the row became dead; the table's columns follow */
+		int col = CLAIM_LEAD_COLS;
 
-		if (DatumGetBool(SPI_getbinval(tuple, SPI_tuptable->tupdesc, 1, &isnull)))
+		if (!DatumGetBool(SPI_getbinval(tuple, rdesc, 1, &isnull)))
 		{
+			if (DatumGetBool(SPI_getbinval(tuple, rdesc, 2, &isnull)))
+				claim_warn_exhausted(tt, tuple, rdesc);
 			(*dead)++;
 			continue;
 		}
@@ -1104,7 +1573,7 @@ claim_collect(ReturnSetInfo *rsinfo, Datum *row, bool *rownulls, int64 *dead)
 				rownulls[i] = true;
 				continue;
 			}
-			row[i] = SPI_getbinval(tuple, SPI_tuptable->tupdesc, ++col, &rownulls[i]);
+			row[i] = SPI_getbinval(tuple, rdesc, ++col, &rownulls[i]);
 		}
 		tuplestore_putvalues(rsinfo->setResult, desc, row, rownulls);
 		claimed++;
@@ -1128,6 +1597,7 @@ fencelock_claim(PG_FUNCTION_ARGS)
 	bool *rownulls;
 	int64 claimed = 0;
 	int64 dead;
+	int64 marked = 0;
 
 	if (!OidIsValid(relid))
 		ereport(ERROR, (errcode(ERRCODE_DATATYPE_MISMATCH),
@@ -1153,8 +1623,8 @@ fencelock_claim(PG_FUNCTION_ARGS)
 	values[3] = Int64GetDatum(fl_timeline_base());
 
 	InitMaterializedSRF(fcinfo, 0);
-	row = palloc(rsinfo->setDesc->natts * sizeof(Datum));
-	rownulls = palloc(rsinfo->setDesc->natts * sizeof(bool));
+	row = palloc(Max(rsinfo->setDesc->natts, 1) * sizeof(Datum));
+	rownulls = palloc(Max(rsinfo->setDesc->natts, 1) * sizeof(bool));
 
 	if (SPI_connect() != SPI_OK_CONNECT)
 		elog(ERROR, "SPI_connect failed");
@@ -1168,29 +1638,86 @@ fencelock_claim(PG_FUNCTION_ARGS)
 		dead = 0;
 		values[4] = Int64GetDatum((int64) max_rows - claimed);
 		task_run(tt, STMT_CLAIM, CLAIM_NARGS, claim_argtypes, values, NULL);
-		claimed += claim_collect(rsinfo, row, rownulls, &dead);
+		claimed += claim_collect(tt, rsinfo, row, rownulls, &dead);
+		marked += dead;
 	} while (dead > 0 && claimed < max_rows);
 	if (SPI_finish() != SPI_OK_FINISH)
 		elog(ERROR, "SPI_finish failed");
 
 	/* As for acquire: a crash must not hand a claim's fence to a second worker. */
-	if (claimed > 0)
+	if (claimed > 0 || marked > 0)
 		fl_commit_durably();
 	return (Datum) 0;
 }
 
-/* heartbeat, complete, fail: one row update; returns the number of rows (0 or 1). */
-static uint64
-row_update(FunctionCallInfo fcinfo, TaskStmt stmt, Datum *extra, const char *extra_nulls,
-		   int nextra)
+/* The key as text, for messages. */
+static char *
+key_text(TaskTable *tt, Datum id)
 {
-	TaskTable *tt = arg_table(fcinfo, 0);
-	Datum id = arg_id(fcinfo, 1, tt);
-	int64 fence = arg_fence(fcinfo, 2);
+	Oid typoutput;
+	bool isvarlena;
+
+	getTypeOutputInfo(tt->pktype, &typoutput, &isvarlena);
+	return OidOutputFunctionCall(typoutput, id);
+}
+
+pg_noreturn static void wrong_fence(TaskTable *tt, Oid tableoid, Datum id, int64 fence,
+									bool stored_null, int64 stored);
+
+/*
+ * A helper carried a fence other than the row's: an older one (its claim is over) or one never
+ * issued for the row.  Either way the caller does not hold the row; the row is left as it is.
+ */
+static void
+wrong_fence(TaskTable *tt, Oid tableoid, Datum id, int64 fence, bool stored_null, int64 stored)
+{
+	char *key = key_text(tt, id);
+
+	fl_count_table(tableoid, true);
+	if (!stored_null && fence < stored)
+		ereport(ERROR,
+				(errcode(ERRCODE_FENCELOCK_STALE_FENCE),
+				 errmsg("fence " INT64_FORMAT " is older than the stored fence " INT64_FORMAT,
+						fence, stored),
+				 errdetail("Table \"%s\", task (%s)=(%s): the task was claimed again or declared "
+						   "dead.",
+						   tt->relname, tt->pkname, key),
+				 errhint("This worker has lost its claim: roll back and stop; do not retry with "
+						 "the same fence.")));
+	ereport(ERROR,
+			(errcode(ERRCODE_FENCELOCK_STALE_FENCE),
+			 stored_null ? errmsg("fence " INT64_FORMAT " was never issued for the task: it has "
+								  "no fence",
+								  fence)
+						 : errmsg("fence " INT64_FORMAT " was never issued for the task: its "
+								  "fence is " INT64_FORMAT,
+								  fence, stored),
+			 errdetail("Table \"%s\", task (%s)=(%s): heartbeat, complete and fail carry exactly "
+					   "the fence that claim returned.",
+					   tt->relname, tt->pkname, key),
+			 errhint("This worker does not hold the task: roll back and stop.")));
+}
+
+/*
+ * heartbeat, complete and fail: update the row with key id if it is running under exactly the
+ * caller's fence.  True when it was (SPI_tuptable holds what the UPDATE returned); otherwise
+ * *state is the row's state (NULL without such a row).  Any other fence raises FL001 and changes
+ * nothing.  The caller is connected to SPI.
+ */
+static bool
+row_update(TaskTable *tt, TaskStmt stmt, Datum id, int64 fence, Datum *extra,
+		   const char *extra_nulls, int nextra, char **state)
+{
 	Oid argtypes[ROW_MAX_NARGS] = {tt->pktype, INT8OID, TIMESTAMPTZOID, TEXTOID};
 	Datum values[ROW_MAX_NARGS];
 	char nulls[ROW_MAX_NARGS];
-	uint64 n;
+	TupleDesc rdesc;
+	HeapTuple tuple;
+	Oid tableoid;
+	bool isnull;
+	bool fence_null;
+	int64 stored;
+	Datum d;
 
 	values[0] = id;
 	values[1] = Int64GetDatum(fence);
@@ -1200,44 +1727,87 @@ row_update(FunctionCallInfo fcinfo, TaskStmt stmt, Datum *extra, const char *ext
 		values[i + 2] = extra[i];
 		nulls[i + 2] = extra_nulls[i];
 	}
-	if (SPI_connect() != SPI_OK_CONNECT)
-		elog(ERROR, "SPI_connect failed");
-	n = task_run(tt, stmt, 2 + nextra, argtypes, values, nulls);
-	return n;
+	if (task_run(tt, stmt, 2 + nextra, argtypes, values, nulls) > 0)
+	{
+		rdesc = SPI_tuptable->tupdesc;
+		check_result_column(tt, rdesc, 1, OIDOID, -1);
+		if (stmt == STMT_FAIL)
+			check_result_column(tt, rdesc, 2, tt->state_type, -1);
+		check_result_relation(
+			tt, DatumGetObjectId(SPI_getbinval(SPI_tuptable->vals[0], rdesc, 1, &isnull)));
+		return true;
+	}
+
+	/* Nothing updated: no such row, another fence, or not running. */
+	*state = NULL;
+	if (task_run(tt, STMT_READ, 1, argtypes, values, nulls) == 0)
+		return false;
+	rdesc = SPI_tuptable->tupdesc;
+	tuple = SPI_tuptable->vals[0];
+	check_result_column(tt, rdesc, 1, OIDOID, -1);
+	check_result_column(tt, rdesc, 2, tt->fence_type, -1);
+	check_result_column(tt, rdesc, 3, tt->state_type, -1);
+	tableoid = DatumGetObjectId(SPI_getbinval(tuple, rdesc, 1, &isnull));
+	check_result_relation(tt, tableoid);
+	d = SPI_getbinval(tuple, rdesc, 2, &fence_null);
+	stored = fence_null ? 0 : DatumGetInt64(d);
+	if (fence_null || stored != fence)
+		wrong_fence(tt, tableoid, id, fence, fence_null, stored);
+	d = SPI_getbinval(tuple, rdesc, 3, &isnull);
+	if (!isnull)
+		*state = TextDatumGetCString(d);
+	return false;
 }
 
 Datum
 fencelock_heartbeat(PG_FUNCTION_ARGS)
 {
+	TaskTable *tt = arg_table(fcinfo, 0);
+	Datum id = arg_id(fcinfo, 1, tt);
+	int64 fence = arg_fence(fcinfo, 2);
 	int64 ttl = fl_arg_ttl(fcinfo, 3);
 	Datum extra[1];
-	uint64 n;
+	char *state;
+	bool updated;
 
 	extra[0] = TimestampTzGetDatum(GetCurrentTimestamp() + ttl);
-	n = row_update(fcinfo, STMT_HEARTBEAT, extra, " ", 1);
+	if (SPI_connect() != SPI_OK_CONNECT)
+		elog(ERROR, "SPI_connect failed");
+	updated = row_update(tt, STMT_HEARTBEAT, id, fence, extra, " ", 1, &state);
 	if (SPI_finish() != SPI_OK_FINISH)
 		elog(ERROR, "SPI_finish failed");
-	PG_RETURN_BOOL(n == 1);
+	PG_RETURN_BOOL(updated);
 }
 
 Datum
 fencelock_complete(PG_FUNCTION_ARGS)
 {
-	uint64 n = row_update(fcinfo, STMT_COMPLETE, NULL, NULL, 0);
+	TaskTable *tt = arg_table(fcinfo, 0);
+	Datum id = arg_id(fcinfo, 1, tt);
+	int64 fence = arg_fence(fcinfo, 2);
+	char *state;
+	bool updated;
 
+	if (SPI_connect() != SPI_OK_CONNECT)
+		elog(ERROR, "SPI_connect failed");
+	updated = row_update(tt, STMT_COMPLETE, id, fence, NULL, NULL, 0, &state);
 	if (SPI_finish() != SPI_OK_FINISH)
 		elog(ERROR, "SPI_finish failed");
-	PG_RETURN_BOOL(n == 1);
+	/* Already done under this very fence: a retry after a lost reply, answered the same. */
+	PG_RETURN_BOOL(updated || (state != NULL && strcmp(state, "done") == 0));
 }
 
 Datum
 fencelock_fail(PG_FUNCTION_ARGS)
 {
 	TaskTable *tt = arg_table(fcinfo, 0);
+	Datum id = arg_id(fcinfo, 1, tt);
+	int64 fence = arg_fence(fcinfo, 2);
 	Datum extra[2] = {(Datum) 0, (Datum) 0};
 	char extra_nulls[2] = {'n', 'n'};
 	Datum state = (Datum) 0;
-	bool found;
+	char *old_state;
+	bool updated;
 
 	if (!PG_ARGISNULL(3))
 	{
@@ -1269,18 +1839,21 @@ fencelock_fail(PG_FUNCTION_ARGS)
 		extra_nulls[0] = ' ';
 	}
 
-	found = row_update(fcinfo, STMT_FAIL, extra, extra_nulls, 2) == 1;
-	if (found)
+	if (SPI_connect() != SPI_OK_CONNECT)
+		elog(ERROR, "SPI_connect failed");
+	updated = row_update(tt, STMT_FAIL, id, fence, extra, extra_nulls, 2, &old_state);
+	if (updated)
 	{
 		bool isnull;
 
 		/* The new state, copied out of SPI's memory before SPI_finish. */
 		state = SPI_datumTransfer(
-			SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1, &isnull), false, -1);
+			SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 2, &isnull), false, -1);
 	}
 	if (SPI_finish() != SPI_OK_FINISH)
 		elog(ERROR, "SPI_finish failed");
-	if (!found)
+	/* Not running under this fence (done, dead, ready again, or no such row): nothing changed. */
+	if (!updated)
 		PG_RETURN_NULL();
 	PG_RETURN_DATUM(state);
 }

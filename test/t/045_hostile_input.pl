@@ -290,4 +290,186 @@ is( $node->safe_psql('postgres', q{
 is(fl_lease_digest($node), $before, 'and no lease row changed');
 
 fl_no_crash($node, 'hostile input');
+
+# --- task tables (issue 10) ---
+# The crash class: claim's kept statements met by a schema renamed (or a table renamed, moved,
+# dropped) and a table of the same name with other column types put in its place, by a role
+# that owns only its schema; and poisoned values: fences and attempts at the types' limits,
+# NULLs and odd states in the rows, wrong fences to the helpers.  Each claim returns the old
+# table's own rows (never the new table's values under the old types), each helper refuses a
+# wrong fence with FL001 leaving the row as it was, and the server does not crash.
+my $task_inputs = 0;
+$node->safe_psql('postgres', q{
+	CREATE ROLE tq_owner LOGIN;
+	GRANT CREATE ON DATABASE postgres TO tq_owner;
+});
+my @swap_types = ('text', 'bigint', 'integer', 'smallint', 'uuid', 'bytea', 'numeric',
+	'timestamptz', 'boolean', 'bigint[]', 'jsonb', 'point', 'varchar(3)', 'name');
+my @moves = (
+	[ 'schema renamed', 'ALTER SCHEMA s%d RENAME TO s%d_old; CREATE SCHEMA s%d', 's%d_old.q' ],
+	[ 'table renamed', 'ALTER TABLE s%d.q RENAME TO q_old', 's%d.q_old' ],
+	[ 'table moved', 'CREATE SCHEMA s%d_m; ALTER TABLE s%d.q SET SCHEMA s%d_m', 's%d_m.q' ]);
+my $n = 0;
+foreach my $move (@moves)
+{
+	my ($what, $ddl, $old) = @$move;
+	foreach my $new_type (@swap_types)
+	{
+		$n++;
+		(my $old_name = $old) =~ s/%d/$n/g;
+		(my $move_sql = $ddl) =~ s/%d/$n/g;
+		my $sql = sprintf(q{
+			SET ROLE tq_owner;
+			CREATE SCHEMA s%d;
+			CREATE TABLE s%d.q (id bigint PRIMARY KEY, state text NOT NULL DEFAULT 'ready',
+			    lease_owner text, lease_until timestamptz, attempt int NOT NULL DEFAULT 0,
+			    fence bigint NOT NULL DEFAULT 0, payload text);
+			SELECT fencelock.enable_tasks('s%d.q');
+			INSERT INTO s%d.q (id, payload) VALUES (1, 'old-1'), (2, 'old-2'), (3, 'old-3');
+			SELECT count(*) FROM fencelock.claim(NULL::s%d.q, 'w', '1 min', 1);
+			SELECT fencelock.heartbeat('s%d.q', 1, 1);
+			}, ($n) x 6)
+		  . "$move_sql;\n"
+		  . sprintf(q{
+			CREATE TABLE s%d.q (id bigint PRIMARY KEY, state text NOT NULL DEFAULT 'ready',
+			    lease_owner text, lease_until timestamptz, attempt int NOT NULL DEFAULT 0,
+			    fence bigint NOT NULL DEFAULT 0, payload %s);
+			INSERT INTO s%d.q (id) VALUES (1), (2), (3);
+			}, $n, $new_type, $n)
+		  . qq{
+			SELECT string_agg(id || ':' || payload, ',' ORDER BY id)
+			  FROM fencelock.claim(NULL::$old_name, 'w', '1 min', 5);
+			SELECT fencelock.heartbeat('$old_name', 2, 1), fencelock.complete('$old_name', 3, 1),
+			       fencelock.fail('$old_name', 1, 1);
+			SELECT string_agg(id || ':' || state || ':' || fence, ',' ORDER BY id) FROM $old_name;
+			}
+		  . sprintf(q{
+			SELECT string_agg(id || ':' || state || ':' || fence, ',' ORDER BY id) FROM s%d.q;
+			}, $n);
+		my ($ret, $out, $err) = $node->psql('postgres', $sql);
+		$task_inputs++;
+		my @lines = split /\n/, $out;
+		is_deeply(
+			[ $ret, @lines[ -4 .. -1 ] ],
+			[ 0, '2:old-2,3:old-3', 't|t|ready', '1:ready:1,2:running:1,3:done:1',
+			  '1:ready:0,2:ready:0,3:ready:0' ],
+			"task table, $what, payload text -> $new_type: the old table's rows only")
+		  or diag($err);
+	}
+}
+
+# Poisoned rows: claim never fails for them; each becomes dead with a warning, or is claimed.
+$node->safe_psql('postgres', q{
+	CREATE TABLE pq (id int PRIMARY KEY, state text, lease_owner text, lease_until timestamptz,
+	                 attempt bigint, fence bigint, max_attempts int, run_after timestamptz,
+	                 priority int, last_error text);
+	SELECT fencelock.enable_tasks('pq');
+	CREATE TABLE pq2 (id int PRIMARY KEY, state text, lease_owner text, lease_until timestamptz,
+	                  attempt smallint, fence bigint);
+	SELECT fencelock.enable_tasks('pq2');
+});
+my @poison = (
+	[ 'fence at the maximum', q{fence => '9223372036854775807'}, 'dead' ],
+	[ 'fence one below', q{fence => '9223372036854775806'}, 'dead' ],
+	[ 'fence two below', q{fence => '9223372036854775805'}, 'running' ],
+	[ 'fence at the minimum', q{fence => '-9223372036854775808'}, 'running' ],
+	[ 'fence null', q{fence => NULL}, 'running' ],
+	[ 'attempt at the maximum', q{attempt => '9223372036854775807'}, 'dead' ],
+	[ 'attempt at the minimum', q{attempt => '-9223372036854775808'}, 'running' ],
+	[ 'attempt null', q{attempt => NULL}, 'running' ],
+	[ 'max_attempts negative', q{max_attempts => '-2147483648'}, 'dead' ],
+	[ 'max_attempts at the maximum', q{max_attempts => '2147483647'}, 'running' ],
+	[ 'priority at the minimum', q{priority => '-2147483648'}, 'running' ],
+	[ 'lease_until -infinity, running', q{state => 'running', lease_until => '-infinity'}, 'running' ],
+	[ 'lease_until infinity, running', q{state => 'running', lease_until => 'infinity'}, 'running' ],
+	[ 'run_after -infinity', q{run_after => '-infinity'}, 'running' ],
+	[ 'run_after infinity', q{run_after => 'infinity'}, 'ready' ],
+	[ 'state null', q{state => NULL}, '<null>' ],
+	[ 'state with a NUL-like escape', q{state => E'ready\\\\0'}, 'ready\\0' ],
+	[ 'state in upper case', q{state => 'READY'}, 'READY' ],
+	[ 'state dead', q{state => 'dead'}, 'dead' ]);
+my $id = 0;
+foreach my $p (@poison)
+{
+	my ($what, $set, $want) = @$p;
+	$id++;
+	my %col = (state => q{'ready'}, attempt => '0', fence => '0', max_attempts => '5',
+		run_after => 'NULL', priority => '0', lease_until => 'NULL');
+	while ($set =~ /(\w+) => ('[^']*'|E'[^']*'|NULL)/g) { $col{$1} = $2 }
+	my $cols = join(', ', sort keys %col);
+	my $vals = join(', ', map { $col{$_} } sort keys %col);
+	$node->safe_psql('postgres', qq{
+		TRUNCATE pq;
+		INSERT INTO pq (id, $cols) VALUES ($id, $vals);
+		INSERT INTO pq (id, priority) VALUES (1000, 100);
+		UPDATE pq SET state = 'ready', fence = 0 WHERE id = 1000;});
+	my ($ret, $out, $err) = $node->psql('postgres',
+		qq{SELECT string_agg(id::text, ',' ORDER BY id) FROM fencelock.claim(NULL::pq, 'w', '1 min', 5);
+		   SELECT coalesce(state, '<null>') FROM pq WHERE id = $id;});
+	$task_inputs++;
+	my @lines = split /\n/, $out;
+	is($ret, 0, "poisoned row, $what: claim did not fail") or diag($err);
+	like($lines[0] // '', qr/(^|,)1000$/, "poisoned row, $what: the good row was claimed");
+	is($lines[1], $want, "poisoned row, $what: the row is $want");
+	unlike($err, qr/ERROR/, "poisoned row, $what: no error");
+	like($err, qr/WARNING:  task \(id\)=\($id\) of table "pq" cannot be claimed/,
+		"poisoned row, $what: a warning names the row")
+	  if $want eq 'dead' && $what !~ /max_attempts|state dead/;
+}
+# A smallint attempt at its maximum.
+$node->safe_psql('postgres', q{
+	INSERT INTO pq2 (id, state, attempt, fence) VALUES (1, 'ready', 32767, 0), (2, 'ready', 0, 0)});
+is($node->safe_psql('postgres', q{
+	SELECT string_agg(id::text, ',') FROM fencelock.claim(NULL::pq2, 'w', '1 min', 5);
+	SELECT state FROM pq2 WHERE id = 1}), "2\ndead", 'smallint attempt at its maximum: made dead');
+$task_inputs++;
+
+# Wrong fences, ids and arguments to the helpers: refused, the rows unchanged.
+$node->safe_psql('postgres', q{
+	TRUNCATE pq;
+	INSERT INTO pq (id, state, attempt, fence, max_attempts) VALUES (1, 'ready', 0, 0, 3);
+	SELECT count(*) FROM fencelock.claim(NULL::pq, 'w', '1 min', 1);});
+my $pq_before = $node->safe_psql('postgres', 'SELECT md5(string_agg(pq::text, \',\')) FROM pq');
+my @fences = ('0', '2', '-1', '9223372036854775807', '-9223372036854775808', '1000000');
+my @helpers = (
+	[ 'heartbeat', q{fencelock.heartbeat('pq', 1, %s, '1 min')} ],
+	[ 'complete',  q{fencelock.complete('pq', 1, %s)} ],
+	[ 'fail',      q{fencelock.fail('pq', 1, %s, 'e', '1 s')} ],
+	[ 'fail without a backoff', q{fencelock.fail('pq', 1, %s)} ]);
+foreach my $h (@helpers)
+{
+	foreach my $f (@fences)
+	{
+		my ($state, $msg) = fl_error($node, 'postgres', 'SELECT ' . sprintf($h->[1], $f));
+		$task_inputs++;
+		is($state, 'FL001', "$h->[0] with fence $f: FL001 ($msg)");
+	}
+}
+my @bad_args = (
+	[ q{SELECT fencelock.complete('pq', 1, NULL)}, '22004' ],
+	[ q{SELECT fencelock.complete('pq', NULL::int, 1)}, '22004' ],
+	[ q{SELECT fencelock.complete('pq', 'x'::text, 1)}, '22P02' ],
+	[ q{SELECT fencelock.complete('pq', 1e30, 1)}, '22003' ],
+	[ q{SELECT fencelock.complete('pq', 99999999999, 1)}, '22003' ],
+	[ q{SELECT fencelock.complete('pq', true, 1)}, '42804' ],
+	[ q{SELECT fencelock.complete('pq', '{1}'::int[], 1)}, '42804' ],
+	[ q{SELECT fencelock.heartbeat('pq', 1, 1, '-1 s')}, '22023' ],
+	[ q{SELECT fencelock.heartbeat('pq', 1, 1, '1000000 years')}, '22023' ],
+	[ q{SELECT fencelock.fail('pq', 1, 1, backoff => '-1 s')}, '22023' ],
+	[ q{SELECT fencelock.fail('pq2', 1, 1, error => 'x')}, '42703' ],
+	[ q{SELECT * FROM fencelock.claim(NULL::pq, 'w', '1 min', -2147483648)}, '22023' ],
+	[ q{SELECT * FROM fencelock.claim(NULL::pq, repeat('w', 100000), '1 min', 1)}, '54000' ],
+	[ q{SELECT * FROM fencelock.claim(NULL::pg_class, 'w', '1 min', 1)}, '55000' ],
+	[ q{SELECT * FROM fencelock.claim(NULL::fencelock.task_tables, 'w', '1 min', 1)}, '42501' ]);
+foreach my $b (@bad_args)
+{
+	my ($state, $msg) = fl_error($node, 'postgres', $b->[0],
+		$b->[0] =~ /task_tables/ ? (extra_params => [ '-U', 'tq_owner' ]) : ());
+	$task_inputs++;
+	is($state // 'none', $b->[1], "$b->[0]: $b->[1] ($msg)");
+}
+is($node->safe_psql('postgres', 'SELECT md5(string_agg(pq::text, \',\')) FROM pq'), $pq_before,
+	'the claimed row is unchanged by every refused call');
+note "task tables: $task_inputs hostile inputs tried";
+fl_no_crash($node, 'hostile task-table input');
 done_testing();
