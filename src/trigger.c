@@ -250,9 +250,12 @@ resolve(FenceTrigger *ft, TriggerData *trigdata)
 	Oid typid;
 
 	ft->relid = RelationGetRelid(rel);
-	if (strncmp(column, OPT_LEASE, strlen(OPT_LEASE)) == 0 ||
-		strncmp(column, OPT_LEASE_COLUMN, strlen(OPT_LEASE_COLUMN)) == 0 ||
-		strcmp(column, "strict") == 0 || strcmp(column, "allow_unfenced") == 0)
+	resolve_options(ft, tg, rel);
+
+	attnum = get_attnum(ft->relid, column);
+	/* An option where the column belongs, e.g. fence_trigger('lease=x'), said plainly. */
+	if (attnum <= 0 && (strncmp(column, OPT_LEASE, strlen(OPT_LEASE)) == 0 ||
+						strncmp(column, OPT_LEASE_COLUMN, strlen(OPT_LEASE_COLUMN)) == 0))
 		ereport(ERROR,
 				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
 				 errmsg("first argument \"%s\" of trigger \"%s\" on table \"%s\" is an option, not "
@@ -261,9 +264,6 @@ resolve(FenceTrigger *ft, TriggerData *trigdata)
 				 errhint("Name the fence column first, e.g. fencelock.fence_trigger('last_fence', "
 						 "'%s').",
 						 column)));
-	resolve_options(ft, tg, rel);
-
-	attnum = get_attnum(ft->relid, column);
 	if (attnum <= 0)
 		ereport(ERROR,
 				(errcode(ERRCODE_UNDEFINED_COLUMN),
