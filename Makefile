@@ -12,7 +12,9 @@ OBJS = \
 	src/shmem.o \
 	src/wait.o \
 	src/history.o \
-	src/claim.o
+	src/claim.o \
+	src/leasebound.o \
+	src/mergeguard.o
 
 DATA = $(wildcard sql/fencelock--*.sql)
 

@@ -11,7 +11,7 @@
 # difference in transactions, is the cost of one operation without connection start-up.
 #
 # Environment: CG_SHORT (200), CG_LONG (1200), CG_ONLY (the contenders to measure, e.g.
-# "plain fenced"; default all), CG_VALGRIND_ARGS (more valgrind options, e.g. --cache-sim=yes to
+# "plain fenced leased"; default all), CG_VALGRIND_ARGS (more valgrind options, e.g. --cache-sim=yes to
 # count simulated cache misses too), CG_SQL (SQL statements run in each database after loading,
 # errors reported and ignored, to try a change, e.g. "ALTER TABLE fencelock.lease SET
 # (fillfactor = 90); VACUUM FULL fencelock.lease;"), BENCH_KEEP=1 (keep the directory with the callgrind files, listed
@@ -96,12 +96,14 @@ total() {
 reset() {
 	case $1 in
 	update_*)
-		q -d bench -c "TRUNCATE bench_plain, bench_fenced, bench_plfenced, bench_nulltrig" \
+		q -d bench -c "TRUNCATE bench_plain, bench_fenced, bench_plfenced, bench_nulltrig, bench_leased" \
 			-c "INSERT INTO bench_plain SELECT i, 0, 1 FROM generate_series(1, $NROWS) AS i" \
 			-c "INSERT INTO bench_fenced SELECT * FROM bench_plain" \
 			-c "INSERT INTO bench_plfenced SELECT * FROM bench_plain" \
 			-c "INSERT INTO bench_nulltrig SELECT * FROM bench_plain" \
-			-c "VACUUM ANALYZE bench_plain, bench_fenced, bench_plfenced, bench_nulltrig" ;;
+			-c "INSERT INTO bench_leased SELECT * FROM bench_plain" \
+			-c "VACUUM ANALYZE bench_plain, bench_fenced, bench_plfenced, bench_nulltrig, bench_leased" \
+			-c "VACUUM fencelock.lease" ;;
 	cycle_spread* | cycle_floor_spread*) q -d "$2" -c "VACUUM fencelock.lease, bench_floor" ;;
 	cycle_*) q -d bench -c "VACUUM fencelock.lease, pllease.lease, bench_floor" ;;
 	claim_*)
@@ -128,6 +130,7 @@ measure plain bench update_plain.sql
 measure fenced bench update_fenced.sql
 measure plfenced bench update_plfenced.sql
 measure nulltrig bench update_nulltrig.sql
+measure leased bench update_leased.sql
 measure floor bench cycle_floor.sql
 measure fencelock bench cycle_fencelock.sql
 measure plpgsql bench cycle_plpgsql.sql
@@ -171,6 +174,7 @@ report() {
 	line 1 "same UPDATE, C fence_trigger" fenced plain "≥ 0.97" "r >= 0.97"
 	line 1 "same UPDATE, PL/pgSQL trigger" plfenced plain
 	line 1 "same UPDATE, PostgreSQL's own C trigger suppress_redundant_updates_trigger (what any BEFORE ROW trigger costs)" nulltrig plain
+	line 1 "same UPDATE, lease-bound C fence_trigger (lease=): one lease row lock per transaction" leased fenced "≥ 0.870 (cost ≤ 1.15× fenced)" "r >= 1 / 1.15"
 	[ -n "${INSTR[plain]:-}" ] && [ -n "${INSTR[fenced]:-}" ] && [ -n "${INSTR[plfenced]:-}" ] &&
 		ov=$(awk -v p="${INSTR[plain]}" -v f="${INSTR[fenced]}" -v l="${INSTR[plfenced]}" \
 		'BEGIN { printf "%.3f", (f - p) / (l - p) }')

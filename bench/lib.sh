@@ -1,6 +1,6 @@
 # Shared by bench/run.sh and bench/callgrind.sh (doc/bench.md).  Source after scripts/lib.sh.
 
-BENCH_PG_PORT=54370
+BENCH_PG_PORT=${BENCH_PG_PORT:-54370}   # another port lets several runs share a machine
 NROWS=10000          # rows 1 and 2: rows / resources picked from at random
 
 q() { psql -X -q -At -v ON_ERROR_STOP=1 "$@"; }

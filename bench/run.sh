@@ -123,13 +123,13 @@ check() { # check WHAT CONDITION-TEXT: dies unless the awk condition holds
 # CPU in microseconds per unit of R).
 
 # Row 1: UPDATE by primary key; the fence column's sum grows by one per row updated.
-upd() { # upd TABLE SCRIPT SECONDS
-	local t=$1 script=$2 secs=$3 before after t0 t1
-	before=$(q -d bench -c "SELECT sum(last_fence) FROM $t")
+upd() { # upd TABLE SCRIPT SECONDS [COLUMN whose sum grows by one per row; last_fence]
+	local t=$1 script=$2 secs=$3 col=${4:-last_fence} before after t0 t1
+	before=$(q -d bench -c "SELECT sum($col) FROM $t")
 	t0=$(pg_ticks)
 	pgb bench "$script" "$CLIENTS" "$THREADS" "$secs"
 	t1=$(pg_ticks)
-	after=$(q -d bench -c "SELECT sum(last_fence) FROM $t")
+	after=$(q -d bench -c "SELECT sum($col) FROM $t")
 	check "$script" "$after - $before == $PROCESSED"
 	R=$TPS
 	C=$(awk -v d=$((t1 - t0)) -v n="$PROCESSED" -v hz="$TICK" 'BEGIN { printf "%.1f", d * 1e6 / hz / n }')
@@ -137,6 +137,7 @@ upd() { # upd TABLE SCRIPT SECONDS
 c_plain() { upd bench_plain update_plain.sql "$1"; }
 c_fenced() { upd bench_fenced update_fenced.sql "$1"; }
 c_plfenced() { upd bench_plfenced update_plfenced.sql "$1"; }
+c_leased() { upd bench_leased update_leased.sql "$1" status; }
 
 # Rows 2 and 3: acquire + release cycles.  Every grant adds one to its resource's fence, so the
 # sum of fences counts grants; every grant is released, so no lease is held afterwards.
@@ -278,7 +279,7 @@ bench_load "$TASK_QUEUE"
 want() { [ -z "${BENCH_ONLY:-}" ] || [[ " $BENCH_ONLY " == *" $1 "* ]]; }
 
 set_mode cpu
-want 1 && measure 1 plain fenced plfenced
+want 1 && measure 1 plain fenced plfenced leased
 if want 2; then
 	redis_start volatile --appendonly no
 	measure 2 floor fencelock plpgsql redis
@@ -381,6 +382,7 @@ report() {
 	line 1 CPU "UPDATE by primary key, no trigger" plain
 	line 1 CPU "same UPDATE, C fence_trigger" fenced plain "≥ 0.97" "r >= 0.97"
 	line 1 CPU "same UPDATE, PL/pgSQL trigger" plfenced plain
+	line 1 CPU "same UPDATE, lease-bound C fence_trigger (lease=)" leased fenced "≥ 0.870 (cost ≤ 1.15× fenced)" "r >= 1 / 1.15"
 	overhead_line
 	line 2 CPU "floor: two bare UPDATEs by primary key" floor
 	line 2 CPU "fencelock acquire + release" fencelock floor "≥ 0.95" "r >= 0.95"

@@ -17,6 +17,13 @@ CREATE TRIGGER noop BEFORE UPDATE ON bench_nulltrig FOR EACH ROW
 CREATE TRIGGER fence BEFORE UPDATE ON bench_fenced FOR EACH ROW
     EXECUTE FUNCTION fencelock.fence_trigger('last_fence');
 
+-- (row 1) the same table bound to one lease: every write must carry the lease's latest fence.
+CREATE TABLE bench_leased (LIKE bench_plain INCLUDING ALL) WITH (fillfactor = 70);
+CREATE TRIGGER fence BEFORE INSERT OR UPDATE OR DELETE ON bench_leased FOR EACH ROW
+    EXECUTE FUNCTION fencelock.fence_trigger('last_fence', 'lease=bench-leased');
+INSERT INTO fencelock.lease (resource, owner, fence, acquired_at, expires_at, holder)
+    VALUES ('bench-leased', 'bench', 1, now(), now() + interval '1 day', current_user);
+
 -- fence_trigger's check in PL/pgSQL: NULL fence (FL002), fence older than the stored one (FL001).
 -- (PL/pgSQL cannot see which columns the UPDATE assigned, so fence_trigger's "UPDATE without the
 -- fence column" FL002 check has no counterpart here; that only makes this contender cheaper.)
@@ -40,6 +47,7 @@ INSERT INTO bench_plain SELECT i, 0, 1 FROM generate_series(1, :nrows) AS i;
 INSERT INTO bench_fenced SELECT * FROM bench_plain;
 INSERT INTO bench_plfenced SELECT * FROM bench_plain;
 INSERT INTO bench_nulltrig SELECT * FROM bench_plain;
+INSERT INTO bench_leased SELECT * FROM bench_plain;
 
 -- Row 2, the floor: fencelock.lease's layout, updated by two bare UPDATEs by primary key.
 CREATE TABLE bench_floor (LIKE pllease.lease INCLUDING ALL) WITH (fillfactor = 70);

@@ -42,4 +42,14 @@
 #define FL_CLASS_OWNERCHECK(relid, roleid) pg_class_ownercheck((relid), (roleid))
 #endif
 
+/* PostgreSQL 18 dropped ExecutorRun's execute_once argument. */
+#if PG_VERSION_NUM >= 180000
+#define FL_EXECUTOR_RUN_PARAMS QueryDesc *queryDesc, ScanDirection direction, uint64 count
+#define FL_EXECUTOR_RUN_ARGS   queryDesc, direction, count
+#else
+#define FL_EXECUTOR_RUN_PARAMS                                                                     \
+	QueryDesc *queryDesc, ScanDirection direction, uint64 count, bool execute_once
+#define FL_EXECUTOR_RUN_ARGS queryDesc, direction, count, execute_once
+#endif
+
 #endif /* FENCELOCK_COMPAT_H */

@@ -10,6 +10,7 @@
 #include <limits.h>
 
 #include "fencelock.h"
+#include "mergeguard.h"
 #include "miscadmin.h"
 #include "shmem.h"
 #include "utils/guc.h"
@@ -74,6 +75,9 @@ _PG_init(void)
 			&fencelock_max_tables, 1000, 16, 1000000, PGC_POSTMASTER, 0, NULL, NULL, NULL);
 
 	MarkGUCPrefixReserved("fencelock");
+
+	/* fence_trigger needs to see MERGE's actions, preloaded or not. */
+	fl_merge_guard_init();
 
 	if (process_shared_preload_libraries_in_progress)
 		fl_shmem_init();

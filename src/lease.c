@@ -12,6 +12,7 @@
 #include "catalog/pg_type.h"
 #include "common/int.h"
 #include "fencelock.h"
+#include "leasebound.h"
 #include "shmem.h"
 #include "miscadmin.h"
 #include "utils/acl.h"
@@ -578,7 +579,10 @@ fencelock_assert_fence(PG_FUNCTION_ARGS)
 	bool found = fl_read_fence(resource, true, &current);
 
 	if (found && fence == current)
+	{
+		fl_note_shown_fence(resource, fence); /* leasebound.c: DELETE may follow */
 		PG_RETURN_VOID();
+	}
 	fl_count(FL_STALE_REJECTED, 1);
 	if (fencelock_log_level >= 0)
 		ereport(fencelock_log_level,

@@ -1,6 +1,8 @@
 /*
  * trigger.c — fencelock.fence_trigger(): the resource itself refuses writes from stale holders.
  *
+ * Per-row fencing (the fence a write carries is compared with the fence stored in the row):
+ *
  *   CREATE TRIGGER fence BEFORE UPDATE ON orders FOR EACH ROW
  *       EXECUTE FUNCTION fencelock.fence_trigger('last_fence' [, 'strict'] [, 'allow_unfenced']);
  *
@@ -8,16 +10,36 @@
  * equal one too); a NULL fence, or an UPDATE that does not assign the fence column at all, fails
  * with FL002 (unless 'allow_unfenced', which lets an UPDATE that leaves the column alone pass).
  *
+ * Lease-bound writes (the fence is compared with the lease's latest fence; leasebound.c):
+ *
+ *   CREATE TRIGGER fence BEFORE INSERT OR UPDATE OR DELETE ON s FOR EACH ROW
+ *       EXECUTE FUNCTION fencelock.fence_trigger('last_fence', 'lease=set-demo'
+ *                                                 | 'lease_column=tenant' [, 'allow_unfenced']);
+ *
+ * INSERT and UPDATE must carry the lease's latest fence (FL001 otherwise); a DELETE, and with
+ * 'allow_unfenced' an UPDATE that leaves the fence column alone, pass only once the transaction
+ * has shown that fence (FL002 otherwise).  With 'lease=', a BEFORE TRUNCATE FOR EACH STATEMENT
+ * trigger applies the DELETE rule to TRUNCATE.  'strict' compares with the stored fence and is
+ * refused with either lease option.
+ *
+ * MERGE reports the columns of all its UPDATE actions together (mergeguard.c): an UPDATE by a
+ * MERGE that has an action leaving the fence column alone counts as not assigning it when the
+ * fence did not change.
+ *
  * The trigger's arguments are resolved once per trigger and kept in a backend-local hash keyed by
  * the trigger's OID; a relcache invalidation of the table (ALTER TABLE, DROP/CREATE TRIGGER)
  * drops the entry, so the next row resolves it again.
  */
 #include "postgres.h"
 
+#include <stddef.h>
+
 #include "access/sysattr.h"
 #include "catalog/pg_type.h"
 #include "commands/trigger.h"
 #include "fencelock.h"
+#include "leasebound.h"
+#include "mergeguard.h"
 #include "shmem.h"
 #include "nodes/bitmapset.h"
 #include "utils/builtins.h"
@@ -30,6 +52,15 @@
 PG_FUNCTION_INFO_V1(fencelock_fence_trigger);
 
 #define DEFAULT_FENCE_COLUMN "last_fence"
+#define OPT_LEASE            "lease="
+#define OPT_LEASE_COLUMN     "lease_column="
+
+typedef enum FenceMode
+{
+	MODE_ROW,         /* compare with the row's stored fence */
+	MODE_LEASE,       /* compare with the latest fence of one lease */
+	MODE_LEASE_COLUMN /* ... of the lease the row names in a text column */
+} FenceMode;
 
 typedef struct FenceTrigger
 {
@@ -39,6 +70,10 @@ typedef struct FenceTrigger
 	Oid typid; /* INT2OID, INT4OID or INT8OID (the base type) */
 	bool strict;
 	bool allow_unfenced;
+	FenceMode mode;
+	AttrNumber lease_attnum;                    /* MODE_LEASE_COLUMN */
+	NameData column;                            /* the fence column's name */
+	char lease[FENCELOCK_MAX_RESOURCE_LEN + 1]; /* MODE_LEASE; last, not copied per row */
 } FenceTrigger;
 
 static HTAB *fence_triggers = NULL;
@@ -72,8 +107,9 @@ fence_trigger_cache_init(void)
 	CacheRegisterRelcacheCallback(fence_trigger_relcache_cb, (Datum) 0);
 }
 
+/* Per-row mode: BEFORE UPDATE FOR EACH ROW only, as always. */
 static void
-check_firing(TriggerData *trigdata)
+check_firing_row(TriggerData *trigdata)
 {
 	if (!TRIGGER_FIRED_BEFORE(trigdata->tg_event) || !TRIGGER_FIRED_FOR_ROW(trigdata->tg_event) ||
 		!TRIGGER_FIRED_BY_UPDATE(trigdata->tg_event))
@@ -88,6 +124,121 @@ check_firing(TriggerData *trigdata)
 					 RelationGetRelationName(trigdata->tg_relation))));
 }
 
+/* Lease-bound modes: BEFORE INSERT, UPDATE or DELETE FOR EACH ROW, or BEFORE TRUNCATE. */
+static void
+check_firing_lease(TriggerData *trigdata)
+{
+	TriggerEvent ev = trigdata->tg_event;
+
+	if (TRIGGER_FIRED_BEFORE(ev) &&
+		((TRIGGER_FIRED_FOR_ROW(ev) && !TRIGGER_FIRED_BY_TRUNCATE(ev)) ||
+		 (TRIGGER_FIRED_FOR_STATEMENT(ev) && TRIGGER_FIRED_BY_TRUNCATE(ev))))
+		return;
+	ereport(
+		ERROR,
+		(errcode(ERRCODE_E_R_I_E_TRIGGER_PROTOCOL_VIOLATED),
+		 errmsg("trigger \"%s\" on table \"%s\" must be fired BEFORE INSERT, UPDATE or DELETE "
+				"FOR EACH ROW, or BEFORE TRUNCATE FOR EACH STATEMENT",
+				trigdata->tg_trigger->tgname, RelationGetRelationName(trigdata->tg_relation)),
+		 errhint("Create it as CREATE TRIGGER %s BEFORE INSERT OR UPDATE OR DELETE ON %s FOR "
+				 "EACH ROW EXECUTE FUNCTION fencelock.fence_trigger('last_fence', "
+				 "'lease=NAME').",
+				 trigdata->tg_trigger->tgname, RelationGetRelationName(trigdata->tg_relation))));
+}
+
+pg_noreturn static void bad_option(Trigger *tg, Relation rel, const char *msg, const char *detail);
+
+static void
+bad_option(Trigger *tg, Relation rel, const char *msg, const char *detail)
+{
+	ereport(ERROR, (errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+					errmsg("%s in trigger \"%s\" on table \"%s\"", msg, tg->tgname,
+						   RelationGetRelationName(rel)),
+					detail ? errdetail("%s", detail) : 0,
+					errhint("The options after the column name are \"strict\", \"allow_unfenced\", "
+							"\"lease=NAME\" and \"lease_column=COLUMN\".")));
+}
+
+/* lease_column=COL: an existing text or varchar column. */
+static AttrNumber
+resolve_lease_column(Trigger *tg, Relation rel, const char *name)
+{
+	AttrNumber attnum = get_attnum(RelationGetRelid(rel), name);
+	Oid typid;
+
+	if (attnum <= 0)
+		ereport(ERROR,
+				(errcode(ERRCODE_UNDEFINED_COLUMN),
+				 errmsg("lease column \"%s\" of trigger \"%s\" does not exist in table \"%s\"",
+						name, tg->tgname, RelationGetRelationName(rel)),
+				 errhint("Name an existing text column with lease_column=.")));
+	typid = getBaseType(get_atttype(RelationGetRelid(rel), attnum));
+	if (typid != TEXTOID && typid != VARCHAROID)
+		ereport(ERROR,
+				(errcode(ERRCODE_DATATYPE_MISMATCH),
+				 errmsg("lease column \"%s\" of table \"%s\" is of type %s, not text", name,
+						RelationGetRelationName(rel), format_type_be(typid)),
+				 errhint("Use a text or varchar column holding the lease's resource name.")));
+	return attnum;
+}
+
+/* The options after the column name. */
+static void
+resolve_options(FenceTrigger *ft, Trigger *tg, Relation rel)
+{
+	const char *lease_column = NULL;
+
+	ft->strict = false;
+	ft->allow_unfenced = false;
+	ft->mode = MODE_ROW;
+	ft->lease_attnum = InvalidAttrNumber;
+	ft->lease[0] = '\0';
+	for (int i = 1; i < tg->tgnargs; i++)
+	{
+		const char *arg = tg->tgargs[i];
+
+		if (strcmp(arg, "strict") == 0)
+			ft->strict = true;
+		else if (strcmp(arg, "allow_unfenced") == 0)
+			ft->allow_unfenced = true;
+		else if (strncmp(arg, OPT_LEASE, strlen(OPT_LEASE)) == 0 ||
+				 strncmp(arg, OPT_LEASE_COLUMN, strlen(OPT_LEASE_COLUMN)) == 0)
+		{
+			bool by_column = arg[strlen("lease")] == '_';
+			const char *value = strchr(arg, '=') + 1;
+
+			if (ft->mode != MODE_ROW)
+				bad_option(tg, rel, "more than one lease option",
+						   "A table is bound either to one lease (lease=) or to the lease each row "
+						   "names (lease_column=), once.");
+			if (value[0] == '\0')
+				bad_option(tg, rel,
+						   by_column ? "empty lease_column= option" : "empty lease= option", NULL);
+			if (!by_column && strlen(value) > FENCELOCK_MAX_RESOURCE_LEN)
+				bad_option(tg, rel, "lease name longer than the limit of 1024 bytes", NULL);
+			ft->mode = by_column ? MODE_LEASE_COLUMN : MODE_LEASE;
+			if (by_column)
+				lease_column = value;
+			else
+				strlcpy(ft->lease, value, sizeof(ft->lease));
+		}
+		else
+			ereport(ERROR, (errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+							errmsg("unknown option \"%s\" for trigger \"%s\" on table \"%s\"", arg,
+								   tg->tgname, RelationGetRelationName(rel)),
+							errhint("The options after the column name are \"strict\", "
+									"\"allow_unfenced\", \"lease=NAME\" and "
+									"\"lease_column=COLUMN\".")));
+	}
+	if (ft->strict && ft->mode != MODE_ROW)
+		bad_option(tg, rel, "option \"strict\" contradicts the lease option",
+				   "\"strict\" compares a write's fence with the fence stored in the row; a "
+				   "lease-bound table compares it with the lease's latest fence, which every "
+				   "write of the holder carries.");
+	if (lease_column != NULL)
+		ft->lease_attnum = resolve_lease_column(tg, rel, lease_column);
+}
+
 /* Resolve the trigger's arguments against the table. */
 static void
 resolve(FenceTrigger *ft, TriggerData *trigdata)
@@ -99,23 +250,20 @@ resolve(FenceTrigger *ft, TriggerData *trigdata)
 	Oid typid;
 
 	ft->relid = RelationGetRelid(rel);
-	ft->strict = false;
-	ft->allow_unfenced = false;
-	for (int i = 1; i < tg->tgnargs; i++)
-	{
-		if (strcmp(tg->tgargs[i], "strict") == 0)
-			ft->strict = true;
-		else if (strcmp(tg->tgargs[i], "allow_unfenced") == 0)
-			ft->allow_unfenced = true;
-		else
-			ereport(ERROR, (errcode(ERRCODE_INVALID_PARAMETER_VALUE),
-							errmsg("unknown option \"%s\" for trigger \"%s\" on table \"%s\"",
-								   tg->tgargs[i], tg->tgname, RelationGetRelationName(rel)),
-							errhint("The options after the column name are \"strict\" and "
-									"\"allow_unfenced\".")));
-	}
+	resolve_options(ft, tg, rel);
 
 	attnum = get_attnum(ft->relid, column);
+	/* An option where the column belongs, e.g. fence_trigger('lease=x'), said plainly. */
+	if (attnum <= 0 && (strncmp(column, OPT_LEASE, strlen(OPT_LEASE)) == 0 ||
+						strncmp(column, OPT_LEASE_COLUMN, strlen(OPT_LEASE_COLUMN)) == 0))
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("first argument \"%s\" of trigger \"%s\" on table \"%s\" is an option, not "
+						"the fence column",
+						column, tg->tgname, RelationGetRelationName(rel)),
+				 errhint("Name the fence column first, e.g. fencelock.fence_trigger('last_fence', "
+						 "'%s').",
+						 column)));
 	if (attnum <= 0)
 		ereport(ERROR,
 				(errcode(ERRCODE_UNDEFINED_COLUMN),
@@ -131,6 +279,7 @@ resolve(FenceTrigger *ft, TriggerData *trigdata)
 				 errhint("Use a smallint, integer or bigint column; bigint holds every fence.")));
 	ft->attnum = attnum;
 	ft->typid = typid;
+	namestrcpy(&ft->column, column);
 }
 
 static FenceTrigger *
@@ -172,62 +321,92 @@ fence_value(Datum d, Oid typid)
 	}
 }
 
-pg_noreturn static void reject_unfenced(Relation rel, FenceTrigger *ft, const char *why);
+pg_noreturn static void reject_unfenced(Relation rel, FenceTrigger *ft, const char *what,
+										const char *why);
 
+/* FL002.  WHAT names the write: "update of", "insert into", "delete from", "truncate of". */
 static void
-reject_unfenced(Relation rel, FenceTrigger *ft, const char *why)
+reject_unfenced(Relation rel, FenceTrigger *ft, const char *what, const char *why)
 {
 	fl_count_table(RelationGetRelid(rel), false);
 	if (fencelock_log_level >= 0)
-		ereport(fencelock_log_level, (errmsg("unfenced update of table \"%s\" refused: %s",
+		ereport(fencelock_log_level, (errmsg("unfenced %s table \"%s\" refused: %s", what,
 											 RelationGetRelationName(rel), why)));
-	ereport(ERROR, (errcode(ERRCODE_FENCELOCK_UNFENCED),
-					errmsg("update of table \"%s\" carries no fence", RelationGetRelationName(rel)),
-					errdetail("%s", why),
-					errhint("Set column \"%s\" to the fence of the lease this write is made under.",
-							get_attname(ft->relid, ft->attnum, false)),
-					errtablecol(rel, ft->attnum)));
+	ereport(ERROR,
+			(errcode(ERRCODE_FENCELOCK_UNFENCED),
+			 errmsg("%s table \"%s\" carries no fence", what, RelationGetRelationName(rel)),
+			 errdetail("%s", why),
+			 errhint(ft->mode == MODE_ROW
+						 ? "Set column \"%s\" to the fence of the lease this write is made under."
+						 : "Set column \"%s\" to the latest fence of the table's lease.",
+					 NameStr(ft->column)),
+			 errtablecol(rel, ft->attnum)));
 }
 
-Datum
-fencelock_fence_trigger(PG_FUNCTION_ARGS)
+#define MERGE_WHY                                                                                  \
+	"The MERGE has an UPDATE action that does not assign the fence column, and PostgreSQL "        \
+	"reports the columns of all its UPDATE actions together."
+
+/*
+ * Did this UPDATE assign the fence column?  NULL if so; otherwise why not.  A MERGE reports the
+ * union of its UPDATE actions' columns: when one of them leaves the column alone and the fence
+ * did not change, the trigger cannot tell that action from one that set the same fence, and
+ * takes the safe answer.
+ */
+static const char *
+update_unassigned(TriggerData *trigdata, FenceTrigger *ft)
 {
-	TriggerData *trigdata = (TriggerData *) fcinfo->context;
-	Relation rel;
-	FenceTrigger trig;
-	FenceTrigger *ft = &trig;
-	HeapTuple oldtuple;
-	HeapTuple newtuple;
+	Relation rel = trigdata->tg_relation;
+	Datum oldd;
+	Datum newd;
+	bool oldnull;
+	bool newnull;
+
+	if (!bms_is_member(ft->attnum - FirstLowInvalidHeapAttributeNumber, trigdata->tg_updatedcols))
+		return "The UPDATE does not assign the fence column.";
+	if (fl_merge_assigns(NameStr(ft->column)) != FL_MERGE_PARTIAL)
+		return NULL;
+	oldd = heap_getattr(trigdata->tg_trigtuple, ft->attnum, RelationGetDescr(rel), &oldnull);
+	newd = heap_getattr(trigdata->tg_newtuple, ft->attnum, RelationGetDescr(rel), &newnull);
+	if (oldnull != newnull ||
+		(!oldnull && fence_value(oldd, ft->typid) != fence_value(newd, ft->typid)))
+		return NULL; /* the fence changed: this action assigned it */
+	return MERGE_WHY;
+}
+
+/* The fence a new row carries; FL002 when NULL. */
+static int64
+new_fence(Relation rel, FenceTrigger *ft, HeapTuple tuple, const char *what)
+{
+	bool isnull;
+	Datum d = heap_getattr(tuple, ft->attnum, RelationGetDescr(rel), &isnull);
+
+	if (isnull)
+		reject_unfenced(rel, ft, what, "The new fence is NULL.");
+	return fence_value(d, ft->typid);
+}
+
+/* Per-row mode: an UPDATE's fence must not be older than the row's. */
+static Datum
+row_update(TriggerData *trigdata, FenceTrigger *ft)
+{
+	Relation rel = trigdata->tg_relation;
+	HeapTuple newtuple = trigdata->tg_newtuple;
+	const char *why = update_unassigned(trigdata, ft);
 	Datum d;
 	bool isnull;
 	int64 stored;
 	int64 fence;
 
-	if (!CALLED_AS_TRIGGER(fcinfo))
-		ereport(ERROR,
-				(errcode(ERRCODE_E_R_I_E_TRIGGER_PROTOCOL_VIOLATED),
-				 errmsg("fencelock.fence_trigger() must be called as a trigger"),
-				 errhint("Attach it with CREATE TRIGGER ... BEFORE UPDATE ... FOR EACH ROW.")));
-	check_firing(trigdata);
-	rel = trigdata->tg_relation;
-	/* A copy: a later cache invalidation may remove the hash entry. */
-	trig = *lookup(trigdata);
-	oldtuple = trigdata->tg_trigtuple;
-	newtuple = trigdata->tg_newtuple;
-
-	if (!bms_is_member(ft->attnum - FirstLowInvalidHeapAttributeNumber, trigdata->tg_updatedcols))
+	if (why != NULL)
 	{
 		if (ft->allow_unfenced)
 			return PointerGetDatum(newtuple);
-		reject_unfenced(rel, ft, "The UPDATE does not assign the fence column.");
+		reject_unfenced(rel, ft, "update of", why);
 	}
+	fence = new_fence(rel, ft, newtuple, "update of");
 
-	d = heap_getattr(newtuple, ft->attnum, RelationGetDescr(rel), &isnull);
-	if (isnull)
-		reject_unfenced(rel, ft, "The new fence is NULL.");
-	fence = fence_value(d, ft->typid);
-
-	d = heap_getattr(oldtuple, ft->attnum, RelationGetDescr(rel), &isnull);
+	d = heap_getattr(trigdata->tg_trigtuple, ft->attnum, RelationGetDescr(rel), &isnull);
 	if (isnull)
 		return PointerGetDatum(newtuple); /* never fenced before: any fence may start */
 	stored = fence_value(d, ft->typid);
@@ -248,11 +427,129 @@ fencelock_fence_trigger(PG_FUNCTION_ARGS)
 						: "fence " INT64_FORMAT " is not newer than the stored fence " INT64_FORMAT,
 					fence, stored),
 			 errdetail("Table \"%s\", column \"%s\": a newer lease holder has written this row.",
-					   RelationGetRelationName(rel), get_attname(ft->relid, ft->attnum, false)),
+					   RelationGetRelationName(rel), NameStr(ft->column)),
 			 errhint("This writer has lost its lease: roll back and stop; do not retry with "
 					 "the same fence."),
 			 errtablecol(rel, ft->attnum)));
 	}
-
 	return PointerGetDatum(newtuple);
+}
+
+/*
+ * The lease a row is bound to: the trigger's lease=, or the row's lease column (FL002 when NULL).
+ * The result is LEASE or a palloc'd string.
+ */
+static const char *
+row_lease(Relation rel, FenceTrigger *ft, const char *lease, HeapTuple tuple, const char *what)
+{
+	bool isnull;
+	Datum d;
+
+	if (ft->mode == MODE_LEASE)
+		return lease;
+	d = heap_getattr(tuple, ft->lease_attnum, RelationGetDescr(rel), &isnull);
+	if (isnull)
+		reject_unfenced(rel, ft, what,
+						psprintf("Lease column \"%s\" is NULL: the row names no lease.",
+								 get_attname(ft->relid, ft->lease_attnum, false)));
+	return TextDatumGetCString(d);
+}
+
+/* Lease-bound mode: every kind of write. */
+static Datum
+lease_write(TriggerData *trigdata, FenceTrigger *ft, const char *lease)
+{
+	Relation rel = trigdata->tg_relation;
+	TriggerEvent ev = trigdata->tg_event;
+
+	if (TRIGGER_FIRED_BY_TRUNCATE(ev))
+	{
+		if (ft->mode == MODE_LEASE_COLUMN)
+			reject_unfenced(rel, ft, "truncate of",
+							"The table names its lease per row; a TRUNCATE cannot show them.");
+		fl_check_lease_shown(rel, ft->attnum, lease, "truncate of");
+		return PointerGetDatum(NULL);
+	}
+	if (TRIGGER_FIRED_BY_DELETE(ev))
+	{
+		HeapTuple old = trigdata->tg_trigtuple;
+
+		fl_check_lease_shown(rel, ft->attnum, row_lease(rel, ft, lease, old, "delete from"),
+							 "delete from");
+		return PointerGetDatum(old);
+	}
+	if (TRIGGER_FIRED_BY_INSERT(ev))
+	{
+		HeapTuple tuple = trigdata->tg_trigtuple;
+		int64 fence = new_fence(rel, ft, tuple, "insert into");
+
+		fl_check_lease_write(rel, ft->attnum, row_lease(rel, ft, lease, tuple, "insert into"),
+							 fence);
+		return PointerGetDatum(tuple);
+	}
+	/* UPDATE */
+	{
+		HeapTuple old = trigdata->tg_trigtuple;
+		HeapTuple tuple = trigdata->tg_newtuple;
+		const char *why = update_unassigned(trigdata, ft);
+		const char *new_lease;
+		const char *old_lease;
+
+		if (why != NULL)
+		{
+			if (!ft->allow_unfenced)
+				reject_unfenced(rel, ft, "update of", why);
+			old_lease = row_lease(rel, ft, lease, old, "update of");
+			fl_check_lease_shown(rel, ft->attnum, old_lease, "update of");
+			new_lease = row_lease(rel, ft, lease, tuple, "update of");
+			if (strcmp(old_lease, new_lease) != 0)
+				fl_check_lease_shown(rel, ft->attnum, new_lease, "update of");
+		}
+		else
+		{
+			int64 fence = new_fence(rel, ft, tuple, "update of");
+
+			new_lease = row_lease(rel, ft, lease, tuple, "update of");
+			fl_check_lease_write(rel, ft->attnum, new_lease, fence);
+			/* A row moved from another lease leaves it: as a DELETE from that lease. */
+			if (ft->mode == MODE_LEASE_COLUMN &&
+				!heap_attisnull(old, ft->lease_attnum, RelationGetDescr(rel)))
+			{
+				old_lease = row_lease(rel, ft, lease, old, "update of");
+				if (strcmp(old_lease, new_lease) != 0)
+					fl_check_lease_shown(rel, ft->attnum, old_lease, "update of");
+			}
+		}
+		return PointerGetDatum(tuple);
+	}
+}
+
+Datum
+fencelock_fence_trigger(PG_FUNCTION_ARGS)
+{
+	TriggerData *trigdata = (TriggerData *) fcinfo->context;
+	FenceTrigger *entry;
+	FenceTrigger ft;
+	char lease[FENCELOCK_MAX_RESOURCE_LEN + 1];
+
+	if (!CALLED_AS_TRIGGER(fcinfo))
+		ereport(ERROR,
+				(errcode(ERRCODE_E_R_I_E_TRIGGER_PROTOCOL_VIOLATED),
+				 errmsg("fencelock.fence_trigger() must be called as a trigger"),
+				 errhint("Attach it with CREATE TRIGGER ... BEFORE UPDATE ... FOR EACH ROW.")));
+	entry = lookup(trigdata);
+	/* A copy: a later cache invalidation may remove the hash entry.  The lease name only when used.
+	 */
+	memcpy(&ft, entry, offsetof(FenceTrigger, lease));
+	if (ft.mode == MODE_ROW)
+	{
+		check_firing_row(trigdata);
+		return row_update(trigdata, &ft);
+	}
+	check_firing_lease(trigdata);
+	if (ft.mode == MODE_LEASE)
+		strlcpy(lease, entry->lease, sizeof(lease));
+	else
+		lease[0] = '\0';
+	return lease_write(trigdata, &ft, lease);
 }

@@ -5,7 +5,13 @@
  *   chaos_account  the business rows, one per resource, guarded by fencelock.fence_trigger
  *   chaos_history  one row per accepted write, inserted after the fenced UPDATE in the same
  *                  transaction, so per resource its id order is the commit order
- *   chaos_grant, chaos_ack, chaos_release   what the workers were told (from their logs)
+ *   chaos_leased, chaos_leased_history   the same writes to a lease-bound table (each row bound to
+ *                  the lease it names), in a transaction of their own after the per-row one
+ *   chaos_set_row, chaos_set_lease   one set per resource, per-row fenced and lease-bound: every
+ *                  round reads both (before the worker may be frozen) and writes each back with one
+ *                  element added (a read-modify-write)
+ *   chaos_grant, chaos_ack, chaos_release, chaos_leased_ack, chaos_set_row_ack,
+ *   chaos_set_lease_ack   what the workers were told (from their logs)
  */
 #include "chaos.h"
 
@@ -18,7 +24,9 @@
 
 static const char SQL_SCHEMA[] =
 	"SET client_min_messages = warning;"
-	"DROP TABLE IF EXISTS chaos_history, chaos_account, chaos_grant, chaos_ack, chaos_release;"
+	"DROP TABLE IF EXISTS chaos_history, chaos_account, chaos_grant, chaos_ack, chaos_release,"
+	"  chaos_leased, chaos_leased_history, chaos_leased_ack, chaos_set_row, chaos_set_lease,"
+	"  chaos_set_row_ack, chaos_set_lease_ack;"
 	"CREATE TABLE chaos_account ("
 	"  resource text PRIMARY KEY,"
 	"  last_fence bigint NOT NULL DEFAULT 0,"
@@ -38,7 +46,26 @@ static const char SQL_SCHEMA[] =
 	"CREATE TABLE chaos_ack (resource text, fence bigint, owner text, seq bigint);"
 	"CREATE TABLE chaos_release (resource text, fence bigint, owner text, released boolean,"
 	"  pre timestamptz, post timestamptz);"
+	"CREATE TABLE chaos_leased (LIKE chaos_account INCLUDING ALL);"
+	"CREATE TABLE chaos_leased_history (LIKE chaos_history INCLUDING ALL);"
+	"CREATE TABLE chaos_leased_ack (LIKE chaos_ack);"
+	"CREATE TABLE chaos_set_row ("
+	"  resource text PRIMARY KEY,"
+	"  v text[] NOT NULL DEFAULT '{}',"
+	"  last_fence bigint NOT NULL DEFAULT 0);"
+	"CREATE TRIGGER fence BEFORE UPDATE ON chaos_set_row FOR EACH ROW"
+	"  EXECUTE FUNCTION fencelock.fence_trigger('last_fence');"
+	"CREATE TABLE chaos_set_lease (LIKE chaos_set_row INCLUDING ALL);"
+	"CREATE TABLE chaos_set_row_ack (resource text, elem text);"
+	"CREATE TABLE chaos_set_lease_ack (resource text, elem text);"
 	"RESET client_min_messages;";
+
+/* After the rows exist (no lease has been granted yet): the lease-bound triggers. */
+static const char SQL_LEASE_BOUND[] =
+	"CREATE TRIGGER fence BEFORE INSERT OR UPDATE OR DELETE ON chaos_leased FOR EACH ROW"
+	"  EXECUTE FUNCTION fencelock.fence_trigger('last_fence', 'lease_column=resource');"
+	"CREATE TRIGGER fence BEFORE INSERT OR UPDATE OR DELETE ON chaos_set_lease FOR EACH ROW"
+	"  EXECUTE FUNCTION fencelock.fence_trigger('last_fence', 'lease_column=resource');";
 
 bool
 setup_schema(PGconn *conn, const ChaosOptions *opt)
@@ -65,8 +92,17 @@ setup_schema(PGconn *conn, const ChaosOptions *opt)
 	for (i = 0; i < opt->resources; i++)
 	{
 		resource_name(resource, sizeof(resource), i);
-		res = PQexecParams(conn, "INSERT INTO chaos_account (resource) VALUES ($1)", 1, NULL,
+		res = PQexecParams(conn, "INSERT INTO chaos_account (resource) VALUES ($1);", 1, NULL,
 						   params, NULL, NULL, 0);
+		if (PQresultStatus(res) == PGRES_COMMAND_OK)
+		{
+			PQclear(res);
+			res = PQexecParams(conn,
+							   "WITH a AS (INSERT INTO chaos_leased (resource) VALUES ($1)),"
+							   " b AS (INSERT INTO chaos_set_row (resource) VALUES ($1))"
+							   " INSERT INTO chaos_set_lease (resource) VALUES ($1)",
+							   1, NULL, params, NULL, NULL, 0);
+		}
 		ok = PQresultStatus(res) == PGRES_COMMAND_OK;
 		PQclear(res);
 		if (!ok)
@@ -75,7 +111,7 @@ setup_schema(PGconn *conn, const ChaosOptions *opt)
 			return false;
 		}
 	}
-	return true;
+	return exec_ok(conn, SQL_LEASE_BOUND, "creating the lease-bound triggers");
 }
 
 static FILE *
@@ -109,10 +145,14 @@ read_stats(const ChaosOptions *opt, RunFigures *fig)
 		while (fgets(line, sizeof(line), f))
 		{
 			if (line[0] != 'S' ||
-				sscanf(line + 1, "%ld %ld %ld %ld %ld %ld %ld %ld %ld %ld %ld %ld", &s.attempts,
-					   &s.busy, &s.grants, &s.frozen, &s.frozen_past_lease, &s.late_writes,
-					   &s.late_accepted, &s.stale, &s.accepted, &s.releases, &s.overruns,
-					   &s.errors) != 12)
+				sscanf(
+					line + 1,
+					"%ld %ld %ld %ld %ld %ld %ld %ld %ld %ld %ld %ld %ld %ld %ld %ld %ld %ld %ld",
+					&s.attempts, &s.busy, &s.grants, &s.frozen, &s.frozen_past_lease,
+					&s.late_writes, &s.late_accepted, &s.stale, &s.accepted, &s.releases,
+					&s.overruns, &s.errors, &s.lb_accepted, &s.lb_stale, &s.lb_late_accepted,
+					&s.set_row_acked, &s.set_row_stale, &s.set_lease_acked,
+					&s.set_lease_stale) != 19)
 				continue;
 			t->attempts += s.attempts;
 			t->busy += s.busy;
@@ -126,6 +166,13 @@ read_stats(const ChaosOptions *opt, RunFigures *fig)
 			t->releases += s.releases;
 			t->overruns += s.overruns;
 			t->errors += s.errors;
+			t->lb_accepted += s.lb_accepted;
+			t->lb_stale += s.lb_stale;
+			t->lb_late_accepted += s.lb_late_accepted;
+			t->set_row_acked += s.set_row_acked;
+			t->set_row_stale += s.set_row_stale;
+			t->set_lease_acked += s.set_lease_acked;
+			t->set_lease_stale += s.set_lease_stale;
 			fig->workers_reported++;
 		}
 		fclose(f);
@@ -183,7 +230,14 @@ load_worker_logs(PGconn *conn, const ChaosOptions *opt, RunFigures *fig)
 		   copy_lines(
 			   conn, opt, 'R',
 			   "COPY chaos_release (resource, fence, owner, released, pre, post) FROM STDIN") &&
-		   exec_ok(conn, "ANALYZE chaos_history, chaos_grant, chaos_ack, chaos_release", "ANALYZE");
+		   copy_lines(conn, opt, 'L',
+					  "COPY chaos_leased_ack (resource, fence, owner, seq) FROM STDIN") &&
+		   copy_lines(conn, opt, 'P', "COPY chaos_set_row_ack (resource, elem) FROM STDIN") &&
+		   copy_lines(conn, opt, 'Q', "COPY chaos_set_lease_ack (resource, elem) FROM STDIN") &&
+		   exec_ok(conn,
+				   "ANALYZE chaos_history, chaos_grant, chaos_ack, chaos_release, "
+				   "chaos_leased_history, chaos_leased_ack, chaos_set_row_ack, chaos_set_lease_ack",
+				   "ANALYZE");
 }
 
 /* One audit: the query returns the rows that break the guarantee. */
@@ -260,6 +314,31 @@ static const Check checks[] = {
 	 "    FROM f)"
 	 "SELECT resource, fence, first_post, lower_started FROM s"
 	 " WHERE first_post < lower_started ORDER BY 1, 2"},
+	/*
+	 * The lease-bound table.  A write's history row is inserted after its UPDATE row-locked the
+	 * lease; a grant's UPDATE of that row waits for the write's commit, so its POST comes later.
+	 * A newer grant whose POST precedes the history row means a write under a superseded lease
+	 * committed.
+	 */
+	{"lease-bound write committed after a newer grant",
+	 "SELECT h.id, h.resource, h.fence, h.owner, h.committed_at, g.fence AS newer_fence, g.post"
+	 "  FROM chaos_leased_history h"
+	 "  JOIN chaos_grant g ON g.resource = h.resource AND g.fence > h.fence"
+	 "   AND g.post < h.committed_at"
+	 " ORDER BY h.id"},
+	{"acknowledged lease-bound write missing from history",
+	 "SELECT a.resource, a.fence, a.owner, a.seq FROM chaos_leased_ack a"
+	 " WHERE NOT EXISTS (SELECT 1 FROM chaos_leased_history h WHERE h.owner = a.owner"
+	 "   AND h.seq = a.seq AND h.resource = a.resource AND h.fence = a.fence)"
+	 " ORDER BY a.owner, a.seq"},
+	{"lease-bound write accepted under a fence not granted to its owner",
+	 "SELECT h.id, h.resource, h.fence, h.owner FROM chaos_leased_history h"
+	 " WHERE NOT EXISTS (SELECT 1 FROM chaos_grant g WHERE g.resource = h.resource"
+	 "   AND g.fence = h.fence AND g.owner = h.owner)"
+	 " ORDER BY h.id"},
+	{"acknowledged add lost from the lease-bound set",
+	 "SELECT a.resource, a.elem FROM chaos_set_lease_ack a JOIN chaos_set_lease s USING (resource)"
+	 " WHERE a.elem <> ALL (s.v) ORDER BY 1, 2"},
 	{"current_fence() behind a granted fence",
 	 "SELECT resource, fencelock.current_fence(resource), max(fence) FROM chaos_grant"
 	 " GROUP BY resource"
@@ -326,6 +405,11 @@ static const char SQL_TAKEOVERS[] =
 	" WHERE prev_owner <> owner AND NOT EXISTS (SELECT 1 FROM chaos_release r"
 	"   WHERE r.released AND r.resource = s.resource AND r.fence = s.prev_fence)";
 
+/* Acknowledged adds the per-row fenced set lost: what per-row fencing does not prevent. */
+static const char SQL_SET_ROW_LOST[] =
+	"SELECT count(*) FROM chaos_set_row_ack a JOIN chaos_set_row s USING (resource)"
+	" WHERE a.elem <> ALL (s.v)";
+
 static const char SQL_UNACKED[] =
 	"SELECT count(*) FROM chaos_history h"
 	" WHERE NOT EXISTS (SELECT 1 FROM chaos_ack a WHERE a.owner = h.owner AND a.seq = h.seq)";
@@ -338,6 +422,7 @@ audit_and_report(PGconn *conn, const ChaosOptions *opt, RunFigures *fig)
 	long history_rows;
 	long takeovers;
 	long unacked;
+	long set_row_lost;
 	bool audit_failed = false;
 	bool pass;
 	int i;
@@ -345,7 +430,8 @@ audit_and_report(PGconn *conn, const ChaosOptions *opt, RunFigures *fig)
 	history_rows = figure(conn, "SELECT count(*) FROM chaos_history");
 	takeovers = figure(conn, SQL_TAKEOVERS);
 	unacked = figure(conn, SQL_UNACKED);
-	if (history_rows < 0 || takeovers < 0 || unacked < 0)
+	set_row_lost = figure(conn, SQL_SET_ROW_LOST);
+	if (history_rows < 0 || takeovers < 0 || unacked < 0 || set_row_lost < 0)
 		audit_failed = true;
 
 	printf("\n== fencelock chaos summary (seed %llu) ==\n", (unsigned long long) opt->seed);
@@ -367,6 +453,16 @@ audit_and_report(PGconn *conn, const ChaosOptions *opt, RunFigures *fig)
 	printf("acknowledged writes           %ld\n", t->accepted);
 	printf("history rows                  %ld (never acknowledged %ld)\n", history_rows, unacked);
 	printf("overrun releases              %ld of %ld\n", t->overruns, t->releases);
+	printf("lease-bound table             %ld accepted (%ld sent past the lease), %ld refused "
+		   "(FL001)\n",
+		   t->lb_accepted, t->lb_late_accepted, t->lb_stale);
+	printf(
+		"per-row set (read-modify-write) %ld adds acknowledged, %ld refused, %ld acknowledged adds "
+		"lost\n",
+		t->set_row_acked, t->set_row_stale, set_row_lost);
+	printf("lease-bound set               %ld adds acknowledged, %ld refused (losses: audited "
+		   "below)\n",
+		   t->set_lease_acked, t->set_lease_stale);
 	printf("unexpected errors             %ld\n", t->errors);
 	printf("violations:\n");
 	for (i = 0; i < NCHECKS; i++)

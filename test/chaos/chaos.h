@@ -54,6 +54,15 @@ typedef struct WorkerStats
 	long releases;
 	long overruns; /* release() returned false */
 	long errors;   /* anything unexpected */
+	/* the lease-bound table (chaos_leased), written in its own transaction after the above */
+	long lb_accepted;
+	long lb_stale;
+	long lb_late_accepted; /* ... accepted although sent when the lease had surely run out */
+	/* the read-modify-write sets: one add per round to each, read before the handshake */
+	long set_row_acked; /* per-row fenced set (chaos_set_row) */
+	long set_row_stale;
+	long set_lease_acked; /* lease-bound set (chaos_set_lease) */
+	long set_lease_stale;
 } WorkerStats;
 
 /* A worker tells the parent it is about to write; the parent answers with one byte. */

@@ -7,6 +7,9 @@
  *   G resource fence owner pre post ttl_ms      acquire() granted FENCE between PRE and POST
  *   A resource fence owner seq                  COMMIT of write SEQ succeeded
  *   R resource fence owner t|f pre post         release() answered t or f between PRE and POST
+ *   L resource fence owner seq                  COMMIT of write SEQ to the lease-bound table
+ *   P resource element                          the per-row fenced set acknowledged ELEMENT's add
+ *   Q resource element                          the lease-bound set acknowledged ELEMENT's add
  *   S counters...                               the WorkerStats, once, at exit
  * PRE and POST are the server's clock_timestamp() just before and just after the call.
  */
@@ -35,6 +38,19 @@ static const char SQL_UPDATE[] =
 	"WHERE resource = $3";
 static const char SQL_HISTORY[] =
 	"INSERT INTO chaos_history (resource, owner, fence, seq) VALUES ($1, $2, $3, $4)";
+/* The same write to the lease-bound table, bound to the lease its row names. */
+static const char SQL_LB_UPDATE[] =
+	"UPDATE chaos_leased SET last_fence = $1, counter = counter + 1, last_owner = $2 "
+	"WHERE resource = $3";
+static const char SQL_LB_HISTORY[] =
+	"INSERT INTO chaos_leased_history (resource, owner, fence, seq) VALUES ($1, $2, $3, $4)";
+/* The read-modify-write sets: read both before the handshake, write each after it. */
+static const char SQL_SET_READ[] = "SELECT (SELECT v FROM chaos_set_row WHERE resource = $1),"
+								   " (SELECT v FROM chaos_set_lease WHERE resource = $1)";
+static const char SQL_SET_ROW[] =
+	"UPDATE chaos_set_row SET v = $1::text[] || $2::text, last_fence = $3 WHERE resource = $4";
+static const char SQL_SET_LEASE[] =
+	"UPDATE chaos_set_lease SET v = $1::text[] || $2::text, last_fence = $3 WHERE resource = $4";
 
 typedef enum WriteOutcome
 {
@@ -77,9 +93,13 @@ worker_exit(Worker *w, int code)
 
 	if (w->log)
 	{
-		fprintf(w->log, "S\t%ld\t%ld\t%ld\t%ld\t%ld\t%ld\t%ld\t%ld\t%ld\t%ld\t%ld\t%ld\n",
+		fprintf(w->log,
+				"S\t%ld\t%ld\t%ld\t%ld\t%ld\t%ld\t%ld\t%ld\t%ld\t%ld\t%ld\t%ld\t%ld\t%ld\t%ld\t%ld"
+				"\t%ld\t%ld\t%ld\n",
 				s->attempts, s->busy, s->grants, s->frozen, s->frozen_past_lease, s->late_writes,
-				s->late_accepted, s->stale, s->accepted, s->releases, s->overruns, s->errors);
+				s->late_accepted, s->stale, s->accepted, s->releases, s->overruns, s->errors,
+				s->lb_accepted, s->lb_stale, s->lb_late_accepted, s->set_row_acked,
+				s->set_row_stale, s->set_lease_acked, s->set_lease_stale);
 		fclose(w->log);
 	}
 	if (w->conn)
@@ -192,7 +212,7 @@ write_step(Worker *w, const char *sql, int nparams, const char *const *params, c
 		rollback(w);
 		return false;
 	}
-	if (sql == SQL_UPDATE && strcmp(PQcmdTuples(res), "1") != 0)
+	if ((sql == SQL_UPDATE || sql == SQL_LB_UPDATE) && strcmp(PQcmdTuples(res), "1") != 0)
 	{
 		w->st.errors++;
 		chaos_warn("%s: business row for %s is missing", w->owner, params[2]);
@@ -205,9 +225,13 @@ write_step(Worker *w, const char *sql, int nparams, const char *const *params, c
 	return true;
 }
 
-/* BEGIN; fenced UPDATE of the business row; INSERT into history; COMMIT. */
+/*
+ * BEGIN; fenced UPDATE of the business row; INSERT into history; COMMIT.  UPD and HIST name the
+ * per-row table (log tag A) or the lease-bound one (L).
+ */
 static WriteOutcome
-write_fenced(Worker *w, const char *resource, int64_t fence)
+write_fenced(Worker *w, const char *resource, int64_t fence, const char *upd_sql,
+			 const char *hist_sql, char tag)
 {
 	char fence_text[24];
 	char seq_text[24];
@@ -228,8 +252,8 @@ write_fenced(Worker *w, const char *resource, int64_t fence)
 	hist[3] = seq_text;
 
 	if (!write_step(w, "BEGIN", 0, NULL, "BEGIN", &outcome) ||
-		!write_step(w, SQL_UPDATE, 3, upd, "fenced UPDATE", &outcome) ||
-		!write_step(w, SQL_HISTORY, 4, hist, "history INSERT", &outcome))
+		!write_step(w, upd_sql, 3, upd, "fenced UPDATE", &outcome) ||
+		!write_step(w, hist_sql, 4, hist, "history INSERT", &outcome))
 		return outcome;
 
 	res = PQexec(w->conn, "COMMIT");
@@ -244,8 +268,69 @@ write_fenced(Worker *w, const char *resource, int64_t fence)
 	}
 	PQclear(res);
 	/* Acknowledged: the database must keep this write. */
-	fprintf(w->log, "A\t%s\t%lld\t%s\t%ld\n", resource, (long long) fence, w->owner, w->seq);
+	fprintf(w->log, "%c\t%s\t%lld\t%s\t%ld\n", tag, resource, (long long) fence, w->owner, w->seq);
 	return WRITE_ACCEPTED;
+}
+
+/* Read both sets (before the handshake); false on error.  Each gets a malloc'd text[] literal. */
+static bool
+read_sets(Worker *w, const char *resource, char **row_v, char **lease_v)
+{
+	const char *params[1];
+	PGresult *res;
+
+	params[0] = resource;
+	res = PQexecParams(w->conn, SQL_SET_READ, 1, NULL, params, NULL, NULL, 0);
+	if (PQresultStatus(res) != PGRES_TUPLES_OK || PQntuples(res) != 1 || PQgetisnull(res, 0, 0) ||
+		PQgetisnull(res, 0, 1))
+	{
+		worker_error(w, "reading the sets", res);
+		PQclear(res);
+		return false;
+	}
+	*row_v = strdup(PQgetvalue(res, 0, 0));
+	*lease_v = strdup(PQgetvalue(res, 0, 1));
+	PQclear(res);
+	if (*row_v == NULL || *lease_v == NULL)
+	{
+		chaos_warn("%s: out of memory", w->owner);
+		worker_exit(w, 2);
+	}
+	return true;
+}
+
+/* Write READ_V plus this round's element back, in autocommit; log the add if acknowledged. */
+static WriteOutcome
+write_set(Worker *w, const char *sql, char tag, const char *resource, const char *read_v,
+		  int64_t fence)
+{
+	char fence_text[24];
+	char elem[CHAOS_NAME_LEN + 24];
+	const char *params[4];
+	PGresult *res;
+	WriteOutcome outcome;
+
+	snprintf(fence_text, sizeof(fence_text), "%lld", (long long) fence);
+	snprintf(elem, sizeof(elem), "%s:%ld", w->owner, w->seq);
+	params[0] = read_v;
+	params[1] = elem;
+	params[2] = fence_text;
+	params[3] = resource;
+	res = PQexecParams(w->conn, sql, 4, NULL, params, NULL, NULL, 0);
+	if (PQresultStatus(res) == PGRES_COMMAND_OK && strcmp(PQcmdTuples(res), "1") == 0)
+	{
+		fprintf(w->log, "%c\t%s\t%s\n", tag, resource, elem);
+		outcome = WRITE_ACCEPTED;
+	}
+	else if (strcmp(result_sqlstate(res), SQLSTATE_STALE_FENCE) == 0)
+		outcome = WRITE_STALE;
+	else
+	{
+		worker_error(w, "set UPDATE", res);
+		outcome = WRITE_FAILED;
+	}
+	PQclear(res);
+	return outcome;
 }
 
 static void
@@ -287,6 +372,9 @@ one_round(Worker *w)
 	bool frozen;
 	bool late;
 	WriteOutcome outcome;
+	char *row_v = NULL;
+	char *lease_v = NULL;
+	bool have_sets;
 
 	resource_name(resource, sizeof(resource), (int) rng_range(&w->rng, 0, opt->resources - 1));
 	w->st.attempts++;
@@ -309,7 +397,8 @@ one_round(Worker *w)
 	fprintf(w->log, "G\t%s\t%lld\t%s\t%s\t%s\t%d\n", resource, (long long) fence, w->owner, pre,
 			post, opt->ttl_ms);
 
-	/* Some work under the lease, then ask the parent; it may freeze us past the lease. */
+	/* Some work under the lease (reading the sets), then ask the parent; it may freeze us. */
+	have_sets = read_sets(w, resource, &row_v, &lease_v);
 	sleep_us(rng_range(&w->rng, 0, ttl_us / 30));
 	frozen = handshake(w);
 	late = now_us() - granted_at > ttl_us;
@@ -320,7 +409,7 @@ one_round(Worker *w)
 			w->st.frozen_past_lease++;
 	}
 
-	outcome = write_fenced(w, resource, fence);
+	outcome = write_fenced(w, resource, fence, SQL_UPDATE, SQL_HISTORY, 'A');
 	if (outcome == WRITE_ACCEPTED)
 		w->st.accepted++;
 	else if (outcome == WRITE_STALE)
@@ -330,6 +419,32 @@ one_round(Worker *w)
 		w->st.late_writes++;
 		if (outcome == WRITE_ACCEPTED)
 			w->st.late_accepted++;
+	}
+
+	/* The same write to the lease-bound table, then an add to each set. */
+	outcome = write_fenced(w, resource, fence, SQL_LB_UPDATE, SQL_LB_HISTORY, 'L');
+	if (outcome == WRITE_ACCEPTED)
+	{
+		w->st.lb_accepted++;
+		if (late)
+			w->st.lb_late_accepted++;
+	}
+	else if (outcome == WRITE_STALE)
+		w->st.lb_stale++;
+	if (have_sets)
+	{
+		outcome = write_set(w, SQL_SET_ROW, 'P', resource, row_v, fence);
+		if (outcome == WRITE_ACCEPTED)
+			w->st.set_row_acked++;
+		else if (outcome == WRITE_STALE)
+			w->st.set_row_stale++;
+		outcome = write_set(w, SQL_SET_LEASE, 'Q', resource, lease_v, fence);
+		if (outcome == WRITE_ACCEPTED)
+			w->st.set_lease_acked++;
+		else if (outcome == WRITE_STALE)
+			w->st.set_lease_stale++;
+		free(row_v);
+		free(lease_v);
 	}
 	release(w, resource, fence);
 }

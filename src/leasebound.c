@@ -1,0 +1,246 @@
+/*
+ * leasebound.c — lease-bound writes: a table guarded by a lease checks every write against the
+ * lease's latest fence, not against the fence stored in the row.
+ *
+ * The first lease-bound write of a transaction under a lease reads the lease row with FOR SHARE
+ * (as the extension's owner, through exec.c): a grant updates that row, so no takeover can commit
+ * while this transaction is open, and a takeover that committed first is seen.  The fence shown
+ * is then remembered for the rest of the transaction, so later rows under the same lease cost a
+ * hash lookup.  fencelock.assert_fence records its fence here too.
+ *
+ * A row lock taken inside a subtransaction that rolls back is released with it; so are the
+ * entries made in that subtransaction or below it.  Subtransaction ids grow within a transaction,
+ * and every subtransaction started after S while S is open is inside S, so when S aborts the
+ * entries to forget are those with an id of S or more.
+ */
+#include "postgres.h"
+
+#include "access/xact.h"
+#include "catalog/pg_type.h"
+#include "fencelock.h"
+#include "leasebound.h"
+#include "miscadmin.h"
+#include "shmem.h"
+#include "utils/acl.h"
+#include "utils/builtins.h"
+#include "utils/hsearch.h"
+#include "utils/lsyscache.h"
+#include "utils/memutils.h"
+
+typedef struct ShownFence
+{
+	char lease[FENCELOCK_MAX_RESOURCE_LEN + 1]; /* hash key */
+	int64 fence;
+	SubTransactionId subid; /* where the row lock was taken */
+} ShownFence;
+
+static HTAB *shown = NULL;
+
+/* $1 lease: its latest fence and the role of its latest grant, row-locked against grants */
+static FlStmt lease_lock = {"SELECT l.fence, l.holder FROM fencelock.lease AS l "
+							"WHERE l.resource OPERATOR(pg_catalog.=) $1 FOR SHARE",
+							1,
+							{TEXTOID}};
+
+static void
+forget(SubTransactionId from)
+{
+	HASH_SEQ_STATUS status;
+	ShownFence *entry;
+
+	if (shown == NULL || hash_get_num_entries(shown) == 0)
+		return;
+	hash_seq_init(&status, shown);
+	while ((entry = hash_seq_search(&status)) != NULL)
+		if (entry->subid >= from)
+			hash_search(shown, entry->lease, HASH_REMOVE, NULL);
+}
+
+static void
+at_xact_end(XactEvent event, void *arg)
+{
+	switch (event)
+	{
+		case XACT_EVENT_COMMIT:
+		case XACT_EVENT_PARALLEL_COMMIT:
+		case XACT_EVENT_ABORT:
+		case XACT_EVENT_PARALLEL_ABORT:
+		case XACT_EVENT_PREPARE:
+			forget(InvalidSubTransactionId);
+			break;
+		default:
+			break;
+	}
+}
+
+static void
+at_subxact_end(SubXactEvent event, SubTransactionId mySubid, SubTransactionId parentSubid,
+			   void *arg)
+{
+	if (event == SUBXACT_EVENT_ABORT_SUB)
+		forget(mySubid);
+}
+
+static HTAB *
+shown_fences(void)
+{
+	if (shown == NULL)
+	{
+		HASHCTL ctl;
+
+		ctl.keysize = FENCELOCK_MAX_RESOURCE_LEN + 1;
+		ctl.entrysize = sizeof(ShownFence);
+		ctl.hcxt = TopMemoryContext;
+		shown = hash_create("fencelock fences shown", 16, &ctl,
+							HASH_ELEM | HASH_STRINGS | HASH_CONTEXT);
+		RegisterXactCallback(at_xact_end, NULL);
+		RegisterSubXactCallback(at_subxact_end, NULL);
+	}
+	return shown;
+}
+
+static void
+remember(const char *lease, int64 fence)
+{
+	ShownFence *entry = hash_search(shown_fences(), lease, HASH_ENTER, NULL);
+
+	entry->fence = fence;
+	entry->subid = GetCurrentSubTransactionId();
+}
+
+void
+fl_note_shown_fence(text *resource, int64 fence)
+{
+	char *lease = text_to_cstring(resource);
+
+	if (strlen(lease) <= FENCELOCK_MAX_RESOURCE_LEN)
+		remember(lease, fence);
+	pfree(lease);
+}
+
+static ShownFence *
+lookup(const char *lease)
+{
+	if (shown == NULL || strlen(lease) > FENCELOCK_MAX_RESOURCE_LEN)
+		return NULL;
+	return hash_search(shown, lease, HASH_FIND, NULL);
+}
+
+pg_noreturn static void refuse_stale(Relation rel, AttrNumber attnum, const char *lease,
+									 int64 fence, bool found, int64 latest);
+
+static void
+refuse_stale(Relation rel, AttrNumber attnum, const char *lease, int64 fence, bool found,
+			 int64 latest)
+{
+	const char *table = RelationGetRelationName(rel);
+	const char *column = get_attname(RelationGetRelid(rel), attnum, false);
+
+	fl_count_table(RelationGetRelid(rel), true);
+	if (fencelock_log_level >= 0)
+		ereport(fencelock_log_level,
+				(errmsg("fence " INT64_FORMAT " under lease \"%s\" refused by table \"%s\"", fence,
+						lease, table)));
+	if (!found)
+		ereport(
+			ERROR,
+			(errcode(ERRCODE_FENCELOCK_STALE_FENCE),
+			 errmsg("no fence has been issued for lease \"%s\"", lease),
+			 errdetail("Table \"%s\", column \"%s\": writes must carry the lease's latest fence.",
+					   table, column),
+			 errhint("Acquire the lease before writing under it."), errtablecol(rel, attnum)));
+	if (fence < latest)
+		ereport(ERROR,
+				(errcode(ERRCODE_FENCELOCK_STALE_FENCE),
+				 errmsg("fence " INT64_FORMAT " is older than the latest fence " INT64_FORMAT
+						" of lease \"%s\"",
+						fence, latest, lease),
+				 errdetail("Table \"%s\", column \"%s\": the lease was granted again after this "
+						   "writer's grant.",
+						   table, column),
+				 errhint("This writer has lost its lease: roll back and stop; do not retry with "
+						 "the same fence."),
+				 errtablecol(rel, attnum)));
+	ereport(ERROR,
+			(errcode(ERRCODE_FENCELOCK_STALE_FENCE),
+			 errmsg("fence " INT64_FORMAT " was never issued for lease \"%s\", whose latest fence "
+					"is " INT64_FORMAT,
+					fence, lease, latest),
+			 errdetail("Table \"%s\", column \"%s\": writes must carry the lease's latest fence.",
+					   table, column),
+			 errhint("Pass the fence that acquire returned, after its transaction committed."),
+			 errtablecol(rel, attnum)));
+}
+
+/*
+ * Only a member of the role that took the latest grant (or a superuser) may write under a lease,
+ * as only it may call assert_fence: the write row-locks the lease until the transaction ends,
+ * which would otherwise let any role that can write the table hold off the holder's renew and
+ * release, and a takeover.
+ */
+static void
+check_may_write(const char *lease, Oid writer, Datum holder, bool holder_null)
+{
+	Oid role = InvalidOid;
+
+	if (!holder_null)
+		role = get_role_oid(NameStr(*DatumGetName(holder)), true);
+	if (superuser_arg(writer) || (OidIsValid(role) && has_privs_of_role(writer, role)))
+		return;
+	ereport(ERROR, (errcode(ERRCODE_INSUFFICIENT_PRIVILEGE),
+					errmsg("permission denied to write under lease \"%s\"", lease),
+					errdetail("Only members of the role that took the lease may write under it."),
+					errhint("Write as the role that called acquire.")));
+}
+
+void
+fl_check_lease_write(Relation rel, AttrNumber attnum, const char *lease, int64 fence)
+{
+	ShownFence *entry = lookup(lease);
+	FlSession session;
+	Datum values[1];
+	Datum holder = (Datum) 0;
+	bool holder_null = true;
+	bool found = false;
+	bool isnull;
+	int64 latest = 0;
+
+	if (entry != NULL && entry->fence == fence)
+		return; /* shown and row-locked earlier in this transaction */
+
+	if (strlen(lease) <= FENCELOCK_MAX_RESOURCE_LEN)
+	{
+		values[0] = PointerGetDatum(cstring_to_text(lease));
+		fl_begin(&session);
+		if (fl_run(&lease_lock, values, NULL, false) == 1)
+		{
+			found = true;
+			latest = fl_get_int64(0, 1, &isnull);
+			holder = SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 2, &holder_null);
+			if (fence == latest)
+				check_may_write(lease, session.save_userid, holder, holder_null);
+		}
+		fl_end(&session);
+	}
+	if (!found || fence != latest)
+		refuse_stale(rel, attnum, lease, fence, found, latest);
+	remember(lease, latest);
+}
+
+void
+fl_check_lease_shown(Relation rel, AttrNumber attnum, const char *lease, const char *what)
+{
+	if (lookup(lease) != NULL)
+		return;
+	fl_count_table(RelationGetRelid(rel), false);
+	if (fencelock_log_level >= 0)
+		ereport(fencelock_log_level, (errmsg("unfenced %s table \"%s\" under lease \"%s\" refused",
+											 what, RelationGetRelationName(rel), lease)));
+	ereport(ERROR,
+			(errcode(ERRCODE_FENCELOCK_UNFENCED),
+			 errmsg("%s table \"%s\" carries no fence", what, RelationGetRelationName(rel)),
+			 errdetail("This transaction has not shown the latest fence of lease \"%s\".", lease),
+			 errhint("Call fencelock.assert_fence for the lease, or write a row under it with its "
+					 "fence, earlier in the same transaction."),
+			 errtablecol(rel, attnum)));
+}
