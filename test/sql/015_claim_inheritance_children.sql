@@ -18,11 +18,17 @@ ALTER TABLE child ADD PRIMARY KEY (id);
 SELECT fencelock.enable_tasks('child');
 DROP TABLE child;
 
--- A child added after enable_tasks: claim and the helpers refuse the parent from then on.
+-- A child added after enable_tasks.  One without the fence trigger is refused outright by
+-- fencelock's inheritance guard (an event trigger); one that has the trigger is still a child,
+-- and claim and the helpers refuse the parent from then on.
 SELECT fencelock.enable_tasks('parent');
 INSERT INTO parent (id) VALUES (1);
 SELECT id, fence FROM fencelock.claim(NULL::parent, 'w-1');
 CREATE TABLE late_child () INHERITS (parent);
+CREATE TABLE late_child (LIKE parent INCLUDING DEFAULTS);
+CREATE TRIGGER fencelock_fence BEFORE UPDATE ON late_child FOR EACH ROW
+    EXECUTE FUNCTION fencelock.fence_trigger('fence');
+ALTER TABLE late_child INHERIT parent;
 INSERT INTO late_child (id) VALUES (2);
 SELECT id, fence FROM fencelock.claim(NULL::parent, 'w-1', max_rows => 5);
 SELECT fencelock.complete('parent', 2, 1);
@@ -31,7 +37,7 @@ SELECT id, state, fence FROM late_child;
 -- Gone again: the parent is claimable again.
 DROP TABLE late_child;
 SELECT fencelock.complete('parent', 1, 1) AS completed;
--- A child attached with ALTER TABLE ... INHERIT: the same.
+-- A child attached with ALTER TABLE ... INHERIT but without the trigger: refused by the guard.
 CREATE TABLE attached (LIKE parent);
 ALTER TABLE attached INHERIT parent;
 SELECT id FROM fencelock.claim(NULL::parent, 'w-1');
