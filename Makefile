@@ -12,7 +12,10 @@ OBJS = \
 	src/shmem.o \
 	src/wait.o \
 	src/history.o \
-	src/claim.o
+	src/claim.o \
+	src/session.o \
+	src/notify.o \
+	src/revoke.o
 
 DATA = $(wildcard sql/fencelock--*.sql)
 
