@@ -14,7 +14,10 @@ OBJS = \
 	src/history.o \
 	src/claim.o \
 	src/leasebound.o \
-	src/mergeguard.o
+	src/mergeguard.o \
+	src/session.o \
+	src/notify.o \
+	src/revoke.o
 
 DATA = $(wildcard sql/fencelock--*.sql)
 

@@ -58,3 +58,74 @@ REVOKE ALL ON FUNCTION fencelock.inheritance_guard() FROM PUBLIC;
 CREATE EVENT TRIGGER fencelock_inheritance_guard ON ddl_command_end
     WHEN TAG IN ('CREATE TABLE', 'ALTER TABLE', 'CREATE TRIGGER', 'DROP TRIGGER')
     EXECUTE FUNCTION fencelock.inheritance_guard();
+
+-- == session-bound leases, revoke, notifications (issue 14) ==
+
+-- The session a session-bound lease belongs to (NULL: an ordinary lease).  A lease whose session
+-- has ended is free.
+ALTER TABLE fencelock.lease ADD COLUMN session_id pg_catalog.int8;
+
+CREATE FUNCTION fencelock.session_alive(session_id pg_catalog.int8)
+RETURNS pg_catalog.bool
+AS 'MODULE_PATHNAME', 'fencelock_session_alive'
+LANGUAGE C VOLATILE PARALLEL RESTRICTED;
+
+-- acquire(..., wait => ..., session => true): the lease ends with the session that took it.
+-- No defaults, so that the three- and four-argument forms stay unambiguous.
+CREATE FUNCTION fencelock.acquire(resource pg_catalog.text, owner pg_catalog.text,
+                                  ttl pg_catalog.interval, wait pg_catalog.interval,
+                                  session pg_catalog.bool)
+RETURNS pg_catalog.int8
+AS 'MODULE_PATHNAME', 'fencelock_acquire_session'
+LANGUAGE C VOLATILE;
+
+-- Frees a lease whoever holds it and issues a new fence at once; for operators.
+CREATE FUNCTION fencelock.revoke(resource pg_catalog.text)
+RETURNS pg_catalog.int8
+AS 'MODULE_PATHNAME', 'fencelock_revoke'
+LANGUAGE C VOLATILE;
+REVOKE EXECUTE ON FUNCTION fencelock.revoke(pg_catalog.text) FROM PUBLIC;
+
+-- stats gains revokes (before stats_reset, which stays the last column).
+DROP VIEW fencelock.stats;
+DROP FUNCTION fencelock.read_stats();
+CREATE FUNCTION fencelock.read_stats(
+    OUT grants pg_catalog.int8, OUT takeovers pg_catalog.int8, OUT reacquires pg_catalog.int8,
+    OUT busy pg_catalog.int8, OUT renewals pg_catalog.int8, OUT renewals_refused pg_catalog.int8,
+    OUT releases pg_catalog.int8, OUT releases_refused pg_catalog.int8,
+    OUT stale_rejected pg_catalog.int8, OUT unfenced_rejected pg_catalog.int8,
+    OUT waits pg_catalog.int8, OUT wait_time_ms pg_catalog.float8, OUT wait_timeouts pg_catalog.int8,
+    OUT revokes pg_catalog.int8, OUT stats_reset pg_catalog.timestamptz)
+RETURNS record
+AS 'MODULE_PATHNAME', 'fencelock_stats'
+LANGUAGE C VOLATILE;
+CREATE VIEW fencelock.stats AS SELECT * FROM fencelock.read_stats();
+GRANT SELECT ON fencelock.stats TO PUBLIC;
+
+-- leases: a lease of an ended session is free; how it was granted includes 'revoked'; whether it
+-- is bound to its session.
+CREATE OR REPLACE VIEW fencelock.leases AS
+SELECT l.resource,
+       CASE WHEN pg_catalog.pg_has_role('pg_read_all_stats', 'MEMBER')
+              OR EXISTS (SELECT FROM pg_catalog.pg_roles AS r
+                          WHERE r.rolname OPERATOR(pg_catalog.=) l.holder
+                            AND pg_catalog.pg_has_role(r.oid, 'MEMBER'))
+            THEN l.owner END AS owner,
+       l.fence,
+       l.acquired_at,
+       l.expires_at,
+       CASE WHEN s.live AND l.expires_at OPERATOR(pg_catalog.>) c.now
+            THEN l.expires_at OPERATOR(pg_catalog.-) c.now END AS remaining,
+       CASE WHEN NOT s.live THEN 'free'
+            WHEN l.expires_at OPERATOR(pg_catalog.>) c.now THEN 'held'
+            ELSE 'expired' END AS state,
+       l.holder,
+       CASE l.granted_how WHEN 'n' THEN 'new' WHEN 'r' THEN 'after release'
+            WHEN 'e' THEN 'after own expiry' WHEN 't' THEN 'taken over'
+            WHEN 'v' THEN 'revoked' END AS granted_how,
+       fencelock.waiters(l.resource) AS waiters,
+       l.session_id IS NOT NULL AND l.owner IS NOT NULL AS session_bound
+  FROM fencelock.lease AS l,
+       LATERAL (SELECT pg_catalog.clock_timestamp() AS now) AS c,
+       LATERAL (SELECT l.owner IS NOT NULL
+                   AND (l.session_id IS NULL OR fencelock.session_alive(l.session_id)) AS live) AS s;

@@ -58,6 +58,11 @@ _PG_init(void)
 							"How long fencelock.history keeps a row.", NULL,
 							&fencelock_history_retention_s, 7 * 86400, 60, INT_MAX, PGC_SUSET,
 							GUC_UNIT_S, NULL, NULL, NULL);
+	DefineCustomBoolVariable("fencelock.notify",
+							 "Sends a NOTIFY on channel \"fencelock\" for every lease event.",
+							 "Grants, releases, takeovers, revokes and ended sessions, delivered "
+							 "when the transaction that made them commits.",
+							 &fencelock_notify, false, PGC_SUSET, 0, NULL, NULL, NULL);
 	DefineCustomEnumVariable(
 		"fencelock.log_level",
 		"Server log level for takeovers and rejected stale or unfenced writes.", NULL,
@@ -80,5 +85,8 @@ _PG_init(void)
 	fl_merge_guard_init();
 
 	if (process_shared_preload_libraries_in_progress)
+	{
 		fl_shmem_init();
+		fl_session_shmem_init();
+	}
 }

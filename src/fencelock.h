@@ -85,6 +85,18 @@ extern void fl_try_acquire(text *resource, text *owner, int64 ttl, int api, bool
 						   FlGrant *g);
 extern bool fl_release(text *resource, text *owner, int api);
 
+/* notify.c: lease events on channel "fencelock" (fencelock.notify = on) */
+#define FENCELOCK_NOTIFY_CHANNEL "fencelock"
+extern bool fencelock_notify;
+extern void fl_notify(const char *event, text *resource, int64 fence, const char *holder);
+
+/* session.c: leases that end with the session that took them */
+extern int64 fl_grant_session;
+extern void fl_session_shmem_init(void);
+extern int64 fl_session_id(void);
+extern void fl_session_bound(text *resource);
+extern bool fl_lease_has_sessions(void);
+
 /* history.c: the optional record of grants and their endings (fencelock.history = on) */
 extern void fl_history_grant(text *resource, text *owner, FlGrant *g);
 extern void fl_history_update(text *resource, int64 fence, TimestampTz now, TimestampTz expires,

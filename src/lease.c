@@ -65,22 +65,28 @@ static FlStmt acquire_insert = {
  * the row: a lease that expired without a release stays ungrantable to another owner for that
  * long after its deadline).
  */
-static FlStmt acquire_update_v2 = {
-	"UPDATE fencelock.lease AS l SET "
-	" fence = CASE WHEN " SAME_LIVE_OWNER " THEN l.fence "
-	"  ELSE GREATEST(l.fence, $5) OPERATOR(pg_catalog.+) 1 END, "
-	" acquired_at = CASE WHEN " SAME_LIVE_OWNER " THEN l.acquired_at ELSE $3 END, "
-	" granted_how = CASE WHEN " SAME_LIVE_OWNER " THEN l.granted_how "
-	"  WHEN l.owner IS NULL THEN 'r' WHEN l.owner OPERATOR(pg_catalog.=) $2 THEN 'e' "
-	"  ELSE 't' END, "
+#define GRANT_SET_V2                                                                               \
+	" fence = CASE WHEN " SAME_LIVE_OWNER " THEN l.fence "                                         \
+	"  ELSE GREATEST(l.fence, $5) OPERATOR(pg_catalog.+) 1 END, "                                  \
+	" acquired_at = CASE WHEN " SAME_LIVE_OWNER " THEN l.acquired_at ELSE $3 END, "                \
+	" granted_how = CASE WHEN " SAME_LIVE_OWNER " THEN l.granted_how "                             \
+	"  WHEN l.owner IS NULL THEN 'r' WHEN l.owner OPERATOR(pg_catalog.=) $2 THEN 'e' "             \
+	"  ELSE 't' END, "                                                                             \
 	" owner = $2, expires_at = $4, holder = $6, lock_delay = $7 "
-	"WHERE l.resource OPERATOR(pg_catalog.=) $1 "
-	" AND (l.owner IS NULL OR l.owner OPERATOR(pg_catalog.=) $2 "
-	"  OR l.expires_at OPERATOR(pg_catalog.+) COALESCE(l.lock_delay, '0') "
-	"   OPERATOR(pg_catalog.<=) $3) "
-	"RETURNING l.fence, l.granted_how, l.acquired_at OPERATOR(pg_catalog.=) $3",
-	7,
-	{TEXTOID, TEXTOID, TIMESTAMPTZOID, TIMESTAMPTZOID, INT8OID, NAMEOID, INTERVALOID}};
+#define GRANT_WHERE_V2                                                                             \
+	"WHERE l.resource OPERATOR(pg_catalog.=) $1 "                                                  \
+	" AND (l.owner IS NULL OR l.owner OPERATOR(pg_catalog.=) $2 "                                  \
+	"  OR l.expires_at OPERATOR(pg_catalog.+) COALESCE(l.lock_delay, '0') "                        \
+	"   OPERATOR(pg_catalog.<=) $3 "
+#define GRANT_RETURNING_V2                                                                         \
+	"RETURNING l.fence, l.granted_how, l.acquired_at OPERATOR(pg_catalog.=) $3"
+#define GRANT_ARGTYPES_V2                                                                          \
+	TEXTOID, TEXTOID, TIMESTAMPTZOID, TIMESTAMPTZOID, INT8OID, NAMEOID, INTERVALOID
+
+static FlStmt acquire_update_v2 = {"UPDATE fencelock.lease AS l SET " GRANT_SET_V2 GRANT_WHERE_V2
+								   ") " GRANT_RETURNING_V2,
+								   7,
+								   {GRANT_ARGTYPES_V2}};
 
 static FlStmt acquire_insert_v2 = {
 	"INSERT INTO fencelock.lease AS l "
@@ -88,7 +94,26 @@ static FlStmt acquire_insert_v2 = {
 	"VALUES ($1, $2, $5, $3, $4, $6, 'n', $7) "
 	"ON CONFLICT (resource) DO NOTHING RETURNING l.fence, l.granted_how, true",
 	7,
-	{TEXTOID, TEXTOID, TIMESTAMPTZOID, TIMESTAMPTZOID, INT8OID, NAMEOID, INTERVALOID}};
+	{GRANT_ARGTYPES_V2}};
+
+/*
+ * Since 0.3.0 a grant may bind the lease to the caller's session ($8, NULL for an ordinary
+ * lease), and a lease whose session has ended is free (session.c).
+ */
+static FlStmt acquire_update_v3 = {"UPDATE fencelock.lease AS l SET " GRANT_SET_V2
+								   ", session_id = $8 " GRANT_WHERE_V2
+								   "  OR (l.session_id IS NOT NULL AND NOT "
+								   "fencelock.session_alive(l.session_id))) " GRANT_RETURNING_V2,
+								   8,
+								   {GRANT_ARGTYPES_V2, INT8OID}};
+
+static FlStmt acquire_insert_v3 = {
+	"INSERT INTO fencelock.lease AS l (resource, owner, fence, acquired_at, expires_at, holder, "
+	" granted_how, lock_delay, session_id) "
+	"VALUES ($1, $2, $5, $3, $4, $6, 'n', $7, $8) "
+	"ON CONFLICT (resource) DO NOTHING RETURNING l.fence, l.granted_how, true",
+	8,
+	{GRANT_ARGTYPES_V2, INT8OID}};
 
 /* For a waiter: when the current holder's lease runs out ($1 resource). */
 static FlStmt holder_expiry = {
@@ -314,7 +339,10 @@ fl_try_acquire(text *resource, text *owner, int64 ttl, int api, bool want_expiry
 {
 	int64 base = fl_timeline_base();
 	TimestampTz now = GetCurrentTimestamp();
-	Datum values[7];
+	Datum values[8];
+	char nulls[8] = {' ', ' ', ' ', ' ', ' ', ' ', ' ', ' '};
+	FlStmt *update = &acquire_update;
+	FlStmt *insert = &acquire_insert;
 	FlSession session;
 	bool isnull;
 	bool inserted = false;
@@ -331,16 +359,27 @@ fl_try_acquire(text *resource, text *owner, int64 ttl, int api, bool want_expiry
 	delay.day = 0;
 	delay.month = 0;
 	values[6] = IntervalPGetDatum(&delay);
+	values[7] = Int64GetDatum(fl_grant_session);
+	nulls[7] = fl_grant_session != 0 ? ' ' : 'n';
 
 	fl_begin(&session);
-	if (fl_run(api >= 2 ? &acquire_update_v2 : &acquire_update, values, NULL, false) == 1)
+	if (api >= 2 && fl_lease_has_sessions())
+	{
+		update = &acquire_update_v3;
+		insert = &acquire_insert_v3;
+	}
+	else if (api >= 2)
+	{
+		update = &acquire_update_v2;
+		insert = &acquire_insert_v2;
+	}
+	if (fl_run(update, values, nulls, false) == 1)
 		g->granted = true;
 	else
 	{
 		/* No grantable row: either none exists yet, or another owner holds the lease. */
 		values[4] = Int64GetDatum(base + 1);
-		g->granted =
-			fl_run(api >= 2 ? &acquire_insert_v2 : &acquire_insert, values, NULL, false) == 1;
+		g->granted = fl_run(insert, values, nulls, false) == 1;
 		inserted = g->granted;
 
 		/*
@@ -352,8 +391,7 @@ fl_try_acquire(text *resource, text *owner, int64 ttl, int api, bool want_expiry
 		if (!g->granted)
 		{
 			values[4] = Int64GetDatum(base);
-			g->granted =
-				fl_run(api >= 2 ? &acquire_update_v2 : &acquire_update, values, NULL, false) == 1;
+			g->granted = fl_run(update, values, nulls, false) == 1;
 		}
 	}
 	if (g->granted)
@@ -383,6 +421,11 @@ fl_try_acquire(text *resource, text *owner, int64 ttl, int api, bool want_expiry
 		return;
 	}
 	fl_count(g->is_new ? FL_GRANTS : FL_REACQUIRES, 1);
+	if (fl_grant_session != 0)
+		fl_session_bound(resource);
+	if (g->is_new)
+		fl_notify(g->how == 't' ? "taken_over" : "granted", resource, g->fence,
+				  GetUserNameFromId(GetUserId(), false));
 	if (g->is_new && g->how == 't')
 	{
 		fl_count(FL_TAKEOVERS, 1);
@@ -467,12 +510,16 @@ fl_renew_sql(FunctionCallInfo fcinfo, int api)
 bool
 fl_release(text *resource, text *owner, int api)
 {
-	bool done = fl_owner_update(resource, owner, 0, &release_update, api, 'r') >= 0;
+	int64 fence = fl_owner_update(resource, owner, 0, &release_update, api, 'r');
+	bool done = fence >= 0;
 
 	fl_count(done ? FL_RELEASES : FL_RELEASES_REFUSED, 1);
 	/* The next waiter may try now; its grant waits for this transaction's row lock. */
 	if (done)
+	{
+		fl_notify("released", resource, fence, GetUserNameFromId(GetUserId(), false));
 		fl_queue_wake(fl_resource_key(resource));
+	}
 	return done;
 }
 

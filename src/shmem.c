@@ -363,16 +363,22 @@ fencelock_stats(PG_FUNCTION_ARGS)
 	TupleDesc tupdesc;
 	Datum values[FL_NUM_COUNTERS + 1];
 	bool nulls[FL_NUM_COUNTERS + 1] = {0};
+	int ncounters;
 
 	fl_require_shmem("fencelock.stats");
 	if (get_call_result_type(fcinfo, NULL, &tupdesc) != TYPEFUNC_COMPOSITE)
 		elog(ERROR, "return type must be a row type");
-	for (int i = 0; i < FL_NUM_COUNTERS; i++)
+	/*
+	 * The counters in enum order, then stats_reset, always the last column: a database still
+	 * at an older version of the extension declares fewer counters (0.2.0 has no revokes).
+	 */
+	ncounters = Min(tupdesc->natts - 1, FL_NUM_COUNTERS);
+	for (int i = 0; i < ncounters; i++)
 		values[i] = Int64GetDatum((int64) pg_atomic_read_u64(&fl_shared->counters[i]));
 	/* wait time is reported as an interval-friendly double of milliseconds */
 	values[FL_WAIT_US] =
 		Float8GetDatum(pg_atomic_read_u64(&fl_shared->counters[FL_WAIT_US]) / 1000.0);
-	values[FL_NUM_COUNTERS] = TimestampTzGetDatum(fl_shared->stats_reset);
+	values[ncounters] = TimestampTzGetDatum(fl_shared->stats_reset);
 	PG_RETURN_DATUM(HeapTupleGetDatum(heap_form_tuple(tupdesc, values, nulls)));
 }
 

@@ -23,6 +23,7 @@ typedef enum FlCounter
 	FL_WAITS,             /* acquires that had to wait */
 	FL_WAIT_US,           /* time spent waiting, microseconds */
 	FL_WAIT_TIMEOUTS,     /* waits that ended without the lease */
+	FL_REVOKES,           /* leases freed by revoke() */
 	FL_NUM_COUNTERS
 } FlCounter;
 

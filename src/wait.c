@@ -24,6 +24,7 @@
 #include "utils/memutils.h"
 
 PG_FUNCTION_INFO_V1(fencelock_acquire_wait);
+PG_FUNCTION_INFO_V1(fencelock_acquire_session);
 PG_FUNCTION_INFO_V1(fencelock_acquire_all);
 PG_FUNCTION_INFO_V1(fencelock_release_all);
 
@@ -218,8 +219,9 @@ fl_acquire_waiting(text *resource, text *owner, int64 ttl, TimestampTz deadline,
 		fl_count(FL_WAIT_TIMEOUTS, 1);
 }
 
-Datum
-fencelock_acquire_wait(PG_FUNCTION_ARGS)
+/* acquire(resource, owner, ttl, wait [, session]) */
+static Datum
+fl_acquire_wait_sql(FunctionCallInfo fcinfo, bool session)
 {
 	text *resource = fl_arg_resource(fcinfo, 0);
 	text *owner = fl_arg_owner(fcinfo, 1);
@@ -227,10 +229,35 @@ fencelock_acquire_wait(PG_FUNCTION_ARGS)
 	int64 wait = fl_arg_wait(fcinfo, 3);
 	FlGrant g;
 
-	fl_acquire_waiting(resource, owner, ttl, GetCurrentTimestamp() + wait, &g);
+	/* The grants of this call bind the lease to this session (session.c), or unbind it. */
+	fl_grant_session = session ? fl_session_id() : 0;
+	PG_TRY();
+	{
+		fl_acquire_waiting(resource, owner, ttl, GetCurrentTimestamp() + wait, &g);
+	}
+	PG_FINALLY();
+	{
+		fl_grant_session = 0;
+	}
+	PG_END_TRY();
 	if (!g.granted)
 		PG_RETURN_NULL();
 	PG_RETURN_INT64(g.fence);
+}
+
+Datum
+fencelock_acquire_wait(PG_FUNCTION_ARGS)
+{
+	return fl_acquire_wait_sql(fcinfo, false);
+}
+
+Datum
+fencelock_acquire_session(PG_FUNCTION_ARGS)
+{
+	if (PG_ARGISNULL(4))
+		ereport(ERROR, (errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED), errmsg("session must not be null"),
+						errhint("Pass true to bind the lease to this session, false not to.")));
+	return fl_acquire_wait_sql(fcinfo, PG_GETARG_BOOL(4));
 }
 
 /* A checked list of distinct resources. */

@@ -1,0 +1,42 @@
+/*
+ * notify.c — lease events as NOTIFY on channel "fencelock" (fencelock.notify = on).
+ *
+ *   LISTEN fencelock;
+ *   -- Asynchronous notification "fencelock" with payload
+ *   --   {"resource": "leader", "event": "released", "fence": 7, "holder": "app"}
+ *
+ * A notification is queued in the transaction that made the change and delivered only when it
+ * commits (a grant rolled back, or a waiting attempt's subtransaction rolled back, sends
+ * nothing).  The payload names the resource, the event, the fence and the role that holds (or
+ * held) the lease; never the owner token, which is the capability to renew and release.
+ */
+#include "postgres.h"
+
+#include "commands/async.h"
+#include "fencelock.h"
+#include "lib/stringinfo.h"
+#include "utils/builtins.h"
+#include "utils/json.h"
+
+bool fencelock_notify = false;
+
+void
+fl_notify(const char *event, text *resource, int64 fence, const char *holder)
+{
+	StringInfoData buf;
+
+	if (!fencelock_notify)
+		return;
+	initStringInfo(&buf);
+	appendStringInfoString(&buf, "{\"resource\": ");
+	escape_json(&buf, text_to_cstring(resource));
+	appendStringInfo(&buf, ", \"event\": \"%s\", \"fence\": " INT64_FORMAT ", \"holder\": ", event,
+					 fence);
+	if (holder != NULL)
+		escape_json(&buf, holder);
+	else
+		appendStringInfoString(&buf, "null");
+	appendStringInfoChar(&buf, '}');
+	Async_Notify(FENCELOCK_NOTIFY_CHANNEL, buf.data);
+	pfree(buf.data);
+}
