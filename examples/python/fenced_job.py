@@ -47,7 +47,7 @@ def main():
                               " WHERE resource = %s", [step, a.name, lease.fence, a.resource])
                 say(f"step {step} written with fence {lease.fence}")
                 lease.sleep(a.work)  # the work; wakes at once if the watchdog lost the lease
-        say(f"done, released: {lease.released}")
+        say(f"done; released: {lease.released}")
         return 0
     except fencelock.Busy as e:
         say(f"busy: {e}")
