@@ -291,7 +291,7 @@ else
 	done
 	expect "exporter as fencelock_exporter (pg_monitor) on 127.0.0.1:$port: queries file loads, every fencelock metric has HELP and TYPE" \
 		'[ "$(metric "$work/m0" pg_up)" = 1 ] && [ "$(metric "$work/m0" pg_exporter_user_queries_load_error)" = 0 ] &&
-		 [ ${#bad[@]} -eq 0 ] || { echo "missing or mistyped: ${bad[*]}"; false; }' "$work/exporter.log"
+		 [ ${#bad[@]} -eq 0 ] || { echo "#   missing or mistyped: ${bad[*]}"; false; }' "$work/exporter.log"
 
 	# A held lease and a waiter show in the gauges.
 	q -c "SELECT fencelock.acquire('metrics:held', 'holder', '60 s')" >/dev/null
