@@ -70,15 +70,17 @@ export class Lease {
     // The watchdog's own connection: a pool of one replaces it when it breaks.
     this.wd = new pg.Pool({ ...this.config, max: 1 });
     this.client = new pg.Client(this.config); // the work's
-    await this.client.connect();
-    const { rows } = await this.wd.query(
-      'SELECT fencelock.acquire($1, $2, make_interval(secs => $3), make_interval(secs => $4)) AS f',
-      [this.resource, this.owner, this.ttl, this.wait]);
-    if (rows[0].f === null) {
+    try {
+      await this.client.connect();
+      const { rows } = await this.wd.query(
+        'SELECT fencelock.acquire($1, $2, make_interval(secs => $3), make_interval(secs => $4)) AS f',
+        [this.resource, this.owner, this.ttl, this.wait]);
+      if (rows[0].f === null) throw new Busy(`${this.resource} is held by another owner`);
+      this.fence = BigInt(rows[0].f); // int8 arrives as a string
+    } catch (err) {
       await this.#close();
-      throw new Busy(`${this.resource} is held by another owner`);
+      throw err;
     }
-    this.fence = BigInt(rows[0].f); // int8 arrives as a string
     this.#watchdog = this.#watch();
     return this;
   }

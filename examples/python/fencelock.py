@@ -78,14 +78,17 @@ class Lease:
 
     def __enter__(self):
         self._wd = psycopg.connect(self.conninfo, autocommit=True)  # the watchdog's own
-        self.conn = psycopg.connect(self.conninfo, autocommit=True)  # the work's
-        # Autocommit: the fence is valid once the grant has committed.
-        self.fence = self._wd.execute(
-            "SELECT fencelock.acquire(%s, %s, %s::interval, %s::interval)",
-            [self.resource, self.owner, f"{self.ttl} s", f"{self.wait} s"]).fetchone()[0]
-        if self.fence is None:
-            self._close()
-            raise Busy(f"{self.resource} is held by another owner")
+        with contextlib.ExitStack() as undo:  # on any error below, close what was opened
+            undo.callback(self._wd.close)
+            self.conn = psycopg.connect(self.conninfo, autocommit=True)  # the work's
+            undo.callback(self.conn.close)
+            # Autocommit: the fence is valid once the grant has committed.
+            self.fence = self._wd.execute(
+                "SELECT fencelock.acquire(%s, %s, %s::interval, %s::interval)",
+                [self.resource, self.owner, f"{self.ttl} s", f"{self.wait} s"]).fetchone()[0]
+            if self.fence is None:
+                raise Busy(f"{self.resource} is held by another owner")
+            undo.pop_all()
         self._thread = threading.Thread(target=self._watch, name="fencelock-watchdog", daemon=True)
         self._thread.start()
         return self
