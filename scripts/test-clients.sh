@@ -145,7 +145,7 @@ run_lang() {
 	# lease expires, worker-b takes over; worker-a's watchdog must stop the work on resuming.
 	$job --resource "$res" --name worker-a --ttl 1 --steps 2 --work 10 >"$out/frozen-a" 2>&1 &
 	pa=$!
-	wait_for 'grep -q "step 1 written" "$out/frozen-a"' 100
+	wait_for 'grep -qs "step 1 written" "$out/frozen-a"' 100
 	kill -STOP "$pa"
 	wait_for '[ "$(q -c "SELECT state FROM fencelock.leases WHERE resource = '"'$res'"'")" = expired ]'
 	timeout 30 $job --resource "$res" --name worker-b --ttl 5 --steps 1 --work 0 >"$out/frozen-b" 2>&1
@@ -186,7 +186,7 @@ run_lang() {
 	# claims it (fence 2) and finishes; worker-a's late checkpoint is refused with FL001.
 	$worker --table "tasks_$lang" --name worker-a --ttl 1 --steps 12 --step-time 0.2 --exit-when-idle >"$out/task-a" 2>&1 &
 	pa=$!
-	wait_for 'grep -q "checkpoint step-3" "$out/task-a"' 100
+	wait_for 'grep -qs "checkpoint step-3" "$out/task-a"' 100
 	kill -STOP "$pa"
 	wait_for '[ "$(q -c "SELECT lease_until < clock_timestamp() FROM tasks_'$lang'")" = t ]'
 	timeout 30 $worker --table "tasks_$lang" --name worker-b --ttl 5 --steps 12 --step-time 0.01 --exit-when-idle >"$out/task-b" 2>&1
