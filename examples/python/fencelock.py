@@ -2,9 +2,10 @@
 
     with fencelock.Lease(conninfo, "report:daily", ttl=30) as lease:
         for part in parts:
-            lease.sleep(0)                        # raises LeaseLost once the watchdog lost it
-            lease.execute("UPDATE reports SET done = done + 1, last_fence = %s WHERE id = 1",
-                          [lease.fence])          # raises StaleFence (FL001) after a takeover
+            work(part)                            # between calls: lease.check() or lease.lost
+            lease.execute("UPDATE reports SET done = %s, last_fence = %s WHERE id = 1",
+                          [part, lease.fence])    # StaleFence (FL001) after a takeover;
+                                                  # LeaseLost once the watchdog lost the lease
 
 Lease takes the lease on entry (Busy when another owner holds it), renews it every ttl/3 from a
 thread on its own connection, and when a renewal fails or finds the lease gone it cancels the
