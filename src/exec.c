@@ -185,12 +185,11 @@ fl_ext_check(void)
 	if (nspowner != fl_ext.owner)
 		ereport(ERROR,
 				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
-				 errmsg("schema \"%s\" is owned by role \"%s\", not by the owner of extension "
-						"\"fencelock\"",
-						FL_SCHEMA, GetUserNameFromId(nspowner, false)),
-				 errdetail("Its owner could rename the schema or create objects in it, and "
-						   "fencelock's statements run as role \"%s\".",
-						   owner_name),
+				 errmsg("schema \"%s\" is owned by role \"%s\", not by role \"%s\", the owner of "
+						"extension \"fencelock\"",
+						FL_SCHEMA, GetUserNameFromId(nspowner, false), owner_name),
+				 errdetail("The owner of the schema could rename it or create objects in it, and "
+						   "fencelock runs its statements as the extension's owner."),
 				 errhint("Run ALTER SCHEMA %s OWNER TO %s as a superuser.", FL_SCHEMA,
 						 quote_identifier(owner_name))));
 	if (get_rel_relkind(fl_ext.lease_relid) != RELKIND_RELATION ||
