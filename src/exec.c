@@ -22,6 +22,7 @@
 #include "commands/extension.h"
 #include "fencelock.h"
 #include "miscadmin.h"
+#include "jit/jit.h"
 #include "optimizer/cost.h"
 #include "utils/builtins.h"
 #include "utils/fmgroids.h"
@@ -257,7 +258,10 @@ fl_end(FlSession *session)
  * statistics said when they were built: a plan made while fencelock.lease had one page would
  * otherwise scan the table on every call for the rest of the session, however large it grew.  A
  * plan is built, and rebuilt after an invalidation, only inside SPI_execute_plan, so the setting is
- * switched off around each execution.  It is a plain variable; the planner reads it.
+ * switched off around each execution.  It is a plain variable; the planner reads it.  So is
+ * jit: where a sequential scan is the only path (a one-row table, purge), its cost is raised to
+ * disable_cost, which would otherwise make the planner compile the statement on every call.  These
+ * statements touch a row or two; they never gain from JIT.
  */
 static SPIPlanPtr
 fl_plan(FlStmt *stmt)
@@ -291,9 +295,11 @@ fl_execute(FlStmt *stmt, Datum *values, const char *nulls, bool read_only, Snaps
 {
 	SPIPlanPtr plan = fl_plan(stmt);
 	bool save_seqscan = enable_seqscan;
+	bool save_jit = jit_enabled;
 	int rc;
 
 	enable_seqscan = false;
+	jit_enabled = false;
 	PG_TRY();
 	{
 		if (snapshot != InvalidSnapshot)
@@ -305,6 +311,7 @@ fl_execute(FlStmt *stmt, Datum *values, const char *nulls, bool read_only, Snaps
 	PG_FINALLY();
 	{
 		enable_seqscan = save_seqscan;
+		jit_enabled = save_jit;
 	}
 	PG_END_TRY();
 	return rc;
