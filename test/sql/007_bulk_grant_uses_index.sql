@@ -3,11 +3,16 @@
 -- a bulk statement read every row granted before it.  Kept plans now use the primary key
 -- whatever the statistics were: a bulk grant makes no sequential scan of fencelock.lease.
 \set VERBOSITY terse
--- Statistics of a small table (a few rows, one page), then a new backend: no kept plans yet.
+-- In a database of its own, statistics of a small table (one row, one page), then a new backend:
+-- no kept plans yet.
+SELECT current_database() AS regress_db \gset
+CREATE DATABASE fencelock_bulk;
+\c fencelock_bulk
+CREATE EXTENSION fencelock;
 SELECT fencelock.acquire('bulk:seed', 'o', '1 hour') IS NOT NULL AS seeded;
 VACUUM ANALYZE fencelock.lease;
 SELECT relpages <= 1 AS one_page FROM pg_class WHERE oid = 'fencelock.lease'::regclass;
-\c
+\c fencelock_bulk
 BEGIN;
 SELECT count(fencelock.acquire('bulk:' || g, 'o', '1 hour')) AS granted
   FROM generate_series(1, 3000) AS g;
@@ -23,4 +28,5 @@ SELECT count(*) FILTER (WHERE fencelock.renew('bulk:' || g, 'o', '1 hour')) AS r
 SELECT seq_scan AS seq_scans
   FROM pg_stat_xact_user_tables WHERE relid = 'fencelock.lease'::regclass;
 ROLLBACK;
-SELECT fencelock.release('bulk:seed', 'o') AS released;
+\c :regress_db
+DROP DATABASE fencelock_bulk;
