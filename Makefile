@@ -12,6 +12,7 @@ OBJS = \
 	src/shmem.o \
 	src/wait.o \
 	src/history.o \
+	src/count.o \
 	src/claim.o \
 	src/leasebound.o \
 	src/mergeguard.o \

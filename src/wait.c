@@ -99,35 +99,6 @@ fl_sleep_ms(TimestampTz now, TimestampTz deadline, FlGrant *g, long *backoff_ms)
 	return (long) Min((us + 999) / 1000, FL_MAX_SLEEP_MS);
 }
 
-/* An internal subtransaction, as PL/pgSQL runs an EXCEPTION block. */
-typedef struct FlSubxact
-{
-	MemoryContext cxt;
-	ResourceOwner owner;
-} FlSubxact;
-
-static void
-fl_subxact_begin(FlSubxact *x)
-{
-	x->cxt = CurrentMemoryContext;
-	x->owner = CurrentResourceOwner;
-	BeginInternalSubTransaction(NULL);
-	MemoryContextSwitchTo(x->cxt);
-}
-
-/* Commit or roll back; also the cleanup of an error caught inside it. */
-static void
-fl_subxact_end(FlSubxact *x, bool commit)
-{
-	MemoryContextSwitchTo(x->cxt);
-	if (commit)
-		ReleaseCurrentSubTransaction();
-	else
-		RollbackAndReleaseCurrentSubTransaction();
-	MemoryContextSwitchTo(x->cxt);
-	CurrentResourceOwner = x->owner;
-}
-
 /*
  * One attempt of a waiting acquire, in a subtransaction that is rolled back when it fails.  An
  * UPDATE that meets a row changed by a concurrent transaction locks the newest version to
