@@ -52,4 +52,11 @@
 #define FL_EXECUTOR_RUN_ARGS queryDesc, direction, count, execute_once
 #endif
 
+/* PostgreSQL 18 gave RelationGetPrimaryKeyIndex a deferrable_ok argument. */
+#if PG_VERSION_NUM >= 180000
+#define FL_PRIMARY_KEY_INDEX(rel) RelationGetPrimaryKeyIndex((rel), false)
+#else
+#define FL_PRIMARY_KEY_INDEX(rel) RelationGetPrimaryKeyIndex(rel)
+#endif
+
 #endif /* FENCELOCK_COMPAT_H */

@@ -228,6 +228,17 @@ fl_extension_owner(void)
 	return fl_ext.owner;
 }
 
+/*
+ * The extension's lease table, after the same checks as fl_begin: for code that reads it
+ * directly, without a statement (leasebound.c).
+ */
+Oid
+fl_lease_relid(void)
+{
+	(void) fl_extension_owner();
+	return fl_ext.lease_relid;
+}
+
 /* Connect to SPI and act as the extension's owner until fl_end. */
 void
 fl_begin(FlSession *session)

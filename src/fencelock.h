@@ -57,6 +57,7 @@ typedef struct FlSession
 	int save_sec_context;
 } FlSession;
 
+extern Oid fl_lease_relid(void);
 extern void fl_begin(FlSession *session);
 extern void fl_end(FlSession *session);
 extern uint64 fl_run(FlStmt *stmt, Datum *values, const char *nulls, bool read_only);
