@@ -42,4 +42,12 @@
 #define FL_CLASS_OWNERCHECK(relid, roleid) pg_class_ownercheck((relid), (roleid))
 #endif
 
+/*
+ * pq_check_connection() (PostgreSQL 14 and later) is declared in libpq/libpq.h, which includes
+ * libpq-be.h and with it <gssapi/gssapi.h> on servers built with GSSAPI, such as Debian's: a
+ * header the server-dev packages do not bring.  The prototype, unchanged since 14, is repeated
+ * here instead.
+ */
+extern bool pq_check_connection(void);
+
 #endif /* FENCELOCK_COMPAT_H */

@@ -306,7 +306,8 @@ fl_commit_durably(void)
 
 /*
  * One attempt at a grant, without waiting.  Fills *g; on a busy resource with want_expiry, also
- * the holder's deadline (0 when unknown).
+ * the holder's deadline (0 when unknown).  Counts a busy attempt; the caller counts a grant with
+ * fl_count_grant once it is kept.
  */
 void
 fl_try_acquire(text *resource, text *owner, int64 ttl, int api, bool want_expiry, FlGrant *g)
@@ -381,6 +382,16 @@ fl_try_acquire(text *resource, text *owner, int64 ttl, int api, bool want_expiry
 		fl_count(FL_BUSY, 1);
 		return;
 	}
+	fl_commit_durably();
+}
+
+/*
+ * Count (and log) a grant made by fl_try_acquire, once it is kept: a caller that made it in a
+ * subtransaction calls this only after the subtransaction committed.
+ */
+void
+fl_count_grant(text *resource, const FlGrant *g)
+{
 	fl_count(g->is_new ? FL_GRANTS : FL_REACQUIRES, 1);
 	if (g->is_new && g->how == 't')
 	{
@@ -391,8 +402,6 @@ fl_try_acquire(text *resource, text *owner, int64 ttl, int api, bool want_expiry
 							" after the previous holder's lease expired",
 							text_to_cstring(resource), g->fence)));
 	}
-
-	fl_commit_durably();
 }
 
 static Datum
@@ -406,6 +415,7 @@ fl_acquire_sql(FunctionCallInfo fcinfo, int api)
 	fl_try_acquire(resource, owner, ttl, api, false, &g);
 	if (!g.granted)
 		PG_RETURN_NULL();
+	fl_count_grant(resource, &g);
 	PG_RETURN_INT64(g.fence);
 }
 

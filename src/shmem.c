@@ -247,6 +247,15 @@ fl_queue_enter(uint64 key)
 	LWLockRelease(fl_shared->lock);
 }
 
+/* The resource this backend is queued for, or 0 (also without shared memory). */
+uint64
+fl_queue_my_key(void)
+{
+	if (fl_shared == NULL || my_slot == NULL)
+		return 0;
+	return my_slot->key;
+}
+
 /* The waiting slot with the lowest ticket for key, or NULL; caller holds the lock. */
 static FlWaiter *
 fl_queue_head(uint64 key)
