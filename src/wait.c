@@ -271,7 +271,7 @@ fl_acquire_set(text **res, int n, text *owner, int64 ttl, TimestampTz deadline, 
 {
 	TimestampTz start = GetCurrentTimestamp();
 	bool once = deadline <= start;
-	bool granted = false;
+	volatile bool granted = false;
 	bool waited = false;
 	bool retried = false; /* one round straight after joining a queue, then sleep */
 	long backoff_ms = 10;
@@ -319,8 +319,11 @@ fl_acquire_set(text **res, int n, text *owner, int64 ttl, TimestampTz deadline, 
 						waited = true;
 					}
 					fl_queue_enter(key);
-					/* A release between the round and joining the queue woke nobody: look again. */
-					if (!retried)
+					/*
+					 * A release between the round and joining the queue woke nobody: look again
+					 * (once; without shared memory nothing wakes a poller, so it just sleeps).
+					 */
+					if (!retried && fl_shmem_ready())
 					{
 						retried = true;
 						continue;
