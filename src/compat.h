@@ -59,4 +59,12 @@
 #define FL_PRIMARY_KEY_INDEX(rel) RelationGetPrimaryKeyIndex(rel)
 #endif
 
+/*
+ * pq_check_connection() (PostgreSQL 14 and later) is declared in libpq/libpq.h, which includes
+ * libpq-be.h and with it <gssapi/gssapi.h> on servers built with GSSAPI, such as Debian's: a
+ * header the server-dev packages do not bring.  The prototype, unchanged since 14, is repeated
+ * here instead.
+ */
+extern bool pq_check_connection(void);
+
 #endif /* FENCELOCK_COMPAT_H */

@@ -97,6 +97,7 @@ extern int64 fl_timeline_base(void);
 extern void fl_commit_durably(void);
 extern void fl_try_acquire(text *resource, text *owner, int64 ttl, int api, bool want_expiry,
 						   FlGrant *g);
+extern void fl_count_grant(text *resource, const FlGrant *g);
 extern bool fl_release(text *resource, text *owner, int api);
 
 /* count.c: counts of grants, renewals and releases, made when the transaction commits */

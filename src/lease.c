@@ -366,7 +366,8 @@ fl_commit_durably(void)
 
 /*
  * One attempt at a grant, without waiting.  Fills *g; on a busy resource with want_expiry, also
- * the holder's deadline (0 when unknown).
+ * the holder's deadline (0 when unknown).  Counts a busy attempt; the caller counts a grant with
+ * fl_count_grant once it is kept.
  */
 void
 fl_try_acquire(text *resource, text *owner, int64 ttl, int api, bool want_expiry, FlGrant *g)
@@ -459,13 +460,23 @@ fl_try_acquire(text *resource, text *owner, int64 ttl, int api, bool want_expiry
 		fl_count(FL_BUSY, 1);
 		return;
 	}
-	/* Counted when the grant commits: acquire_all, or the caller, may still roll it back. */
-	fl_count_at_commit(g->is_new ? FL_GRANTS : FL_REACQUIRES, 1);
 	if (fl_grant_session != 0)
 		fl_session_bound(resource);
 	if (g->is_new)
 		fl_notify(g->how == 't' ? "taken_over" : "granted", resource, g->fence,
 				  GetUserNameFromId(GetUserId(), false));
+	fl_commit_durably();
+}
+
+/*
+ * Count (and log) a grant made by fl_try_acquire, once it is kept: a caller that made it in a
+ * subtransaction calls this only after the subtransaction committed.  The counts are made when
+ * the transaction commits (count.c): the caller may still roll the grant back.
+ */
+void
+fl_count_grant(text *resource, const FlGrant *g)
+{
+	fl_count_at_commit(g->is_new ? FL_GRANTS : FL_REACQUIRES, 1);
 	if (g->is_new && g->how == 't')
 	{
 		fl_count_at_commit(FL_TAKEOVERS, 1);
@@ -475,8 +486,6 @@ fl_try_acquire(text *resource, text *owner, int64 ttl, int api, bool want_expiry
 							" after the previous holder's lease expired",
 							text_to_cstring(resource), g->fence)));
 	}
-
-	fl_commit_durably();
 }
 
 static Datum
@@ -490,6 +499,7 @@ fl_acquire_sql(FunctionCallInfo fcinfo, int api)
 	fl_try_acquire(resource, owner, ttl, api, false, &g);
 	if (!g.granted)
 		PG_RETURN_NULL();
+	fl_count_grant(resource, &g);
 	PG_RETURN_INT64(g.fence);
 }
 

@@ -629,4 +629,137 @@ is($node->safe_psql('postgres', 'SELECT md5(string_agg(pq::text, \',\')) FROM pq
 	'the claimed row is unchanged by every refused call');
 note "task tables: $task_inputs hostile inputs tried";
 fl_no_crash($node, 'hostile task-table input');
+
+# --- waiting (issue 10) ---
+# Waiting misuse: absurd waits, waits inside REPEATABLE READ / SERIALIZABLE / read-only
+# transactions, cancel, terminate and kill storms, and ghost waiters (clients killed while
+# queued).  Each input returns (NULL while the lease is held) or raises its documented SQLSTATE;
+# afterwards no backend is queued, no row lock is held, the held lease is still the holder's and
+# no fence was issued.
+{
+	use IPC::Run ();
+	use Time::HiRes qw(time);
+
+	my $tried = 0;
+	$node->safe_psql('postgres', q{SELECT fencelock.acquire('hostile:wait', 'holder', '1 hour')});
+	my $before_wait = fl_lease_digest($node);
+
+	# Absurd waits, for acquire and for acquire_all (whose free first resource must not stay
+	# granted).  '' = no error (NULL at once or at the deadline); statement_timeout is 300 ms.
+	my @waits = (
+		[ 'NULL', '22004' ],
+		[ q{'-1 second'}, '22023' ],
+		[ q{'-1 microsecond'}, '22023' ],
+		[ q{'1 month -31 days'}, '22023' ],
+		[ q{'2147483647 days'}, '22023' ],
+		[ q{'178000000 years'}, '22023' ],
+		[ q{'-178000000 years'}, '22023' ],
+		[ q{'2147483647 hours'}, '57014' ],
+		[ q{'1000 years'}, '57014' ],
+		[ q{'1 microsecond'}, '' ],
+		[ q{'0'}, '' ],
+		[ q{'-0 seconds'}, '' ],
+		[ q{'1 month -30 days'}, '' ],
+		[ q{'100 milliseconds'}, '' ]);
+	foreach my $w (@waits)
+	{
+		my ($wait, $want) = @$w;
+		foreach my $call (
+			"SELECT fencelock.acquire('hostile:wait', 'w', '1 minute', ${wait}::interval)",
+			"SELECT fencelock.acquire_all(ARRAY['hostile:wait', 'hostile:a-free'], 'w', '1 minute', ${wait}::interval)")
+		{
+			$tried++;
+			my ($state, $msg) = fl_error($node, 'postgres', "SET statement_timeout = '300ms'; $call");
+			is($state // '', $want, "wait $wait: " . ($want || 'no error') . ($msg ? " ($msg)" : ''));
+		}
+	}
+
+	# Waits inside a transaction snapshot or a read-only transaction.
+	foreach my $level ('REPEATABLE READ', 'SERIALIZABLE')
+	{
+		foreach my $c (
+			[ q{SELECT fencelock.acquire('hostile:wait', 'w', '1 minute', '0')}, '' ],
+			[ q{SELECT fencelock.acquire_all(ARRAY['hostile:a-free', 'hostile:wait'], 'w')}, '' ],
+			[ q{SELECT fencelock.acquire('hostile:wait', 'w', '1 minute', '1 second')}, '0A000' ],
+			[ q{SELECT fencelock.acquire_all(ARRAY['hostile:a-free', 'hostile:wait'], 'w', '1 minute', '1 second')}, '0A000' ],
+			[ q{SELECT fencelock.acquire('hostile:wait', 'holder', '1 hour', '1 hour')}, '' ])
+		{
+			$tried++;
+			my ($state, $msg) = fl_error($node, 'postgres',
+				"BEGIN ISOLATION LEVEL $level; $c->[0]; ROLLBACK;");
+			is($state // '', $c->[1], "$level: $c->[0]: " . ($c->[1] || 'no error') . ($msg ? " ($msg)" : ''));
+		}
+	}
+	$tried++;
+	my ($ro_state) = fl_error($node, 'postgres',
+		q{BEGIN READ ONLY; SELECT fencelock.acquire('hostile:a-free', 'w', '1 minute', '1 second'); ROLLBACK;});
+	is($ro_state, '25006', 'a waiting acquire in a read-only transaction: 25006');
+
+	# Many waits in one statement, and a cancel caught again and again inside one session: the
+	# backend leaves the queue each time.
+	$tried += 50;
+	is( $node->safe_psql('postgres', q{
+		SELECT count(*) FROM generate_series(1, 50) AS g
+		 WHERE fencelock.acquire('hostile:wait', 'w' || g, '1 minute', '2 milliseconds') IS NULL}),
+		'50', '50 short waits in one statement: each NULL');
+	# statement_timeout in a row of statements in one session: each cancel leaves the queue.
+	$tried += 20;
+	my ($cout, $cerr) = ('', '');
+	$node->psql('postgres',
+		"SET statement_timeout = '30ms';\n"
+		  . "SELECT fencelock.acquire_all(ARRAY['hostile:a-free', 'hostile:wait'], 'w', '1 minute', '1 hour');\n" x 20,
+		stdout => \$cout, stderr => \$cerr, on_error_stop => 0);
+	my $cancels = () = $cerr =~ /canceling statement due to statement timeout/g;
+	is($cancels, 20, '20 cancels (statement_timeout) in a row in one session: each ends its wait');
+	is($node->safe_psql('postgres', "SELECT fencelock.waiters('hostile:wait')"), '0',
+		'and nothing is left queued');
+
+	# Storms from outside: waiters cancelled, terminated, or whose clients are killed.
+	my $start = sub {
+		my ($n) = @_;
+		my @h;
+		for my $i (1 .. $n)
+		{
+			my ($out, $err) = ('', '');
+			push @h, IPC::Run::start(
+				[ 'psql', '-X', '-q', '-A', '-t', '-d', $node->connstr('postgres'), '-c',
+				  "SELECT fencelock.acquire_all(ARRAY['hostile:a-free', 'hostile:wait'], 'storm$i', '1 minute', '60 seconds')" ],
+				'>', \$out, '2>', \$err);
+		}
+		$node->poll_query_until('postgres', "SELECT fencelock.waiters('hostile:wait') = $n")
+		  or die "the $n storm waiters never queued";
+		return @h;
+	};
+	foreach my $storm (
+		[ 'cancel', 'SELECT pg_cancel_backend(pid)' ],
+		[ 'terminate', 'SELECT pg_terminate_backend(pid)' ],
+		[ 'kill -9 of the clients', undef ])
+	{
+		my ($what, $sql) = @$storm;
+		my @h = $start->(6);
+		$tried += 6;
+		my $t0 = time;
+		if ($sql)
+		{
+			$node->safe_psql('postgres', qq{
+				$sql FROM pg_stat_activity
+				 WHERE query LIKE '%storm%' AND pid <> pg_backend_pid() AND backend_type = 'client backend'}) for 1 .. 5;
+		}
+		else
+		{
+			$_->signal('KILL') for @h;
+		}
+		eval { $_->finish } for @h;
+		$node->poll_query_until('postgres', "SELECT fencelock.waiters('hostile:wait') = 0")
+		  or die "storm ($what): waiters stayed queued";
+		cmp_ok(time - $t0, '<', 10, "storm ($what) of 6 waiters: the queue empties promptly");
+	}
+
+	is($node->safe_psql('postgres', q{
+		SELECT count(*) FROM pg_locks WHERE locktype = 'tuple' OR (locktype = 'transactionid' AND NOT granted)}),
+		'0', 'waiting misuse: no row lock is left');
+	is(fl_lease_digest($node), $before_wait, 'waiting misuse: no lease changed, no fence issued');
+	note "waiting (issue 10): $tried hostile inputs tried";
+	fl_no_crash($node, 'waiting misuse');
+}
 done_testing();
