@@ -277,7 +277,7 @@ check_columns(Relation rel, const char *const names[NUM_TASK_COLS], bool find_op
 	StringInfoData problems;
 	StringInfoData ddl;
 	const char *hint;
-	bool no_pk = !OidIsValid(RelationGetPrimaryKeyIndex(rel));
+	bool no_pk = !OidIsValid(FL_PRIMARY_KEY_INDEX(rel));
 
 	initStringInfo(&problems);
 	initStringInfo(&ddl);
@@ -690,7 +690,7 @@ task_table_build(TaskTable *tt)
 		p.col[i] = tt->has[i] ? quote_identifier(pstrdup(NameStr(map.cols[i]))) : NULL;
 	}
 
-	idx = index_open(RelationGetPrimaryKeyIndex(rel), AccessShareLock);
+	idx = index_open(FL_PRIMARY_KEY_INDEX(rel), AccessShareLock);
 	p.npk = idx->rd_index->indnkeyatts;
 	for (int i = 0; i < p.npk; i++)
 	{
@@ -918,7 +918,7 @@ run_ddl(const char *sql)
 static int
 claim_index_keys(Relation rel, const TaskMap *map, AttrNumber *keys)
 {
-	Relation pk = index_open(RelationGetPrimaryKeyIndex(rel), AccessShareLock);
+	Relation pk = index_open(FL_PRIMARY_KEY_INDEX(rel), AccessShareLock);
 	int n = 0;
 
 	if (NameStr(map->cols[COL_PRIORITY])[0] != '\0')

@@ -42,4 +42,36 @@
 #define FL_CLASS_OWNERCHECK(relid, roleid) pg_class_ownercheck((relid), (roleid))
 #endif
 
+/*
+ * A table's primary key index.  PostgreSQL 18 can also return a DEFERRABLE primary key, when the
+ * caller says it will do; before 18 the relcache never returned one.  Claiming needs an immediate
+ * key (rows are found and ordered by it), so a deferrable one counts as none on every major.
+ */
+#if PG_VERSION_NUM >= 180000
+#define FL_PRIMARY_KEY_INDEX(rel) RelationGetPrimaryKeyIndex((rel), false)
+#else
+#define FL_PRIMARY_KEY_INDEX(rel) RelationGetPrimaryKeyIndex(rel)
+#endif
+
+/*
+ * The wait event of a backend waiting for a lease (fencelock.acquire with a wait): PostgreSQL 17
+ * lets an extension register its own name, shown as pg_stat_activity.wait_event; before, every
+ * extension wait shows as "Extension".  Registering an existing name returns its number.
+ */
+#if PG_VERSION_NUM >= 170000
+#include "utils/wait_event.h"
+static inline uint32
+fl_wait_event_acquire(void)
+{
+	static uint32 event = 0;
+
+	if (event == 0)
+		event = WaitEventExtensionNew("FencelockAcquire");
+	return event;
+}
+#define FL_WAIT_EVENT_ACQUIRE fl_wait_event_acquire()
+#else
+#define FL_WAIT_EVENT_ACQUIRE PG_WAIT_EXTENSION
+#endif
+
 #endif /* FENCELOCK_COMPAT_H */
