@@ -152,10 +152,12 @@ run_major() {
 	[ "$(id -u)" -ne 0 ] || chown -R postgres: "$dir"
 	fl_cluster_start "$dir/pg" "$port"
 
+	local ok_re='\.\.\. ok|^ok [0-9]+ ' bad_re='\.\.\. FAILED|failed \(ignored\)|^not ok [0-9]+ '
 	for s in $4; do
 		case $s in
-		regress) suite regress '\.\.\. ok' '\.\.\. FAILED|failed \(ignored\)' ISOLATION= TAP_TESTS= ;;
-		isolation) suite isolation '\.\.\. ok' '\.\.\. FAILED' REGRESS= TAP_TESTS= ;;
+		# pg_regress: "test x ... ok" up to 15, "ok 1 - x" (TAP style) from 16
+		regress) suite regress "$ok_re" "$bad_re" ISOLATION= TAP_TESTS= ;;
+		isolation) suite isolation "$ok_re" "$bad_re" REGRESS= TAP_TESTS= ;;
 		tap)
 			suite tap '\.\. ok$' '\.\. (Dubious|Failed)|^t.*\.pl \(Wstat' REGRESS= ISOLATION= \
 				PROVE_JOBS="${FENCELOCK_PROVE_JOBS:-2}"
