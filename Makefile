@@ -14,6 +14,9 @@ OBJS = \
 	src/history.o \
 	src/claim.o
 
+# The version the library reports (PostgreSQL 18's pg_get_loaded_modules()).
+PG_CPPFLAGS = -DFENCELOCK_VERSION='"$(EXTVERSION)"'
+
 DATA = $(wildcard sql/fencelock--*.sql)
 
 # Regression tests: test/sql/NAME.sql, expected output in expected/NAME.out

@@ -21,6 +21,16 @@
 #define pg_noreturn pg_attribute_noreturn()
 #endif
 
+/*
+ * The module's magic block.  From PostgreSQL 18 it also carries the module's name and version,
+ * which pg_get_loaded_modules() shows (FENCELOCK_VERSION: the Makefile passes the control file's).
+ */
+#if PG_VERSION_NUM >= 180000
+#define FL_MODULE_MAGIC PG_MODULE_MAGIC_EXT(.name = "fencelock", .version = FENCELOCK_VERSION)
+#else
+#define FL_MODULE_MAGIC PG_MODULE_MAGIC
+#endif
+
 /* PostgreSQL 17 added infinite intervals; earlier majors have none to reject. */
 #if PG_VERSION_NUM >= 170000
 #define FL_INTERVAL_IS_FINITE(iv) (!INTERVAL_NOT_FINITE(iv))
