@@ -6,9 +6,11 @@
 # throwaway cluster per major as the postgres user.  Exit status 0 only when every suite passed.
 #
 #   bash scripts/test.sh                  the matrix: 15 and 18 everything, 17 regress + isolation
-#   bash scripts/test.sh --pg 18          one major (all its suites); --pg 15,18 for several
+#   bash scripts/test.sh --pg 18          one major (all its suites); --pg 15,18 for several;
+#                                         --pg all the matrix (also with PG_BIN)
 #   bash scripts/test.sh --suites regress,isolation [--pg ...]   only these suites
-#   PG_BIN=/path/bin bash scripts/test.sh   that installation as it is (its own major) alone
+#   PG_BIN=/path/bin bash scripts/test.sh   that installation as it is (its own major) alone; with
+#                                         --pg, it stands in for its major
 #
 # The majors run at the same time, each in its own copy of the tree, its own cluster (port
 # FENCELOCK_TEST_PORT + 0, 1, 2 in matrix order; default 54321) and its own temporary directory.
@@ -19,7 +21,7 @@ cd "$(dirname "$0")/.."
 . scripts/lib.sh
 
 usage() {
-	sed -n '8,12p' "$0" | sed 's/^# *//' >&2
+	sed -n '8,14p' "$0" | sed 's/^# //' >&2
 	exit 2
 }
 
@@ -43,10 +45,16 @@ while [ $# -gt 0 ]; do
 	esac
 done
 explicit=${majors[*]:+1}
+all=
+if [ "${majors[*]}" = all ]; then # the default matrix, also with PG_BIN
+	majors=()
+	explicit=
+	all=1
+fi
 given_major=
 if [ -n "$FL_PG_BIN_GIVEN" ]; then
 	given_major=$("$PG_BIN/pg_config" --version | sed -n 's/^PostgreSQL \([0-9]*\).*/\1/p')
-	[ -n "$explicit" ] || majors=("$given_major")
+	[ -n "$explicit" ] || [ -n "$all" ] || majors=("$given_major")
 fi
 [ ${#majors[@]} -gt 0 ] || majors=($FL_PG_MAJORS)
 
