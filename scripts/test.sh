@@ -80,6 +80,7 @@ fl_dur() { printf '%dm%02ds' $(($1 / 60)) $(($1 % 60)); }
 declare -A bin
 run=()
 skipped=()
+unprovided=()
 for m in "${majors[@]}"; do
 	t=$SECONDS
 	if [ -n "$given_major" ] && [ "$m" = "$given_major" ]; then
@@ -92,7 +93,11 @@ for m in "${majors[@]}"; do
 			skipped+=("$m")
 			continue
 		fi
-		[ "$status" -eq 0 ] || { echo "== pg $m: could not be provided"; exit 1; }
+		if [ "$status" -ne 0 ]; then
+			echo "== pg $m: FAILED: could not be provided (see above)"
+			unprovided+=("$m")
+			continue
+		fi
 		bin[$m]=$PG_BIN
 	fi
 	run+=("$m")
@@ -216,6 +221,10 @@ for m in "${run[@]}"; do
 done
 for s in "${summary[@]}"; do echo "$s"; done
 for m in "${skipped[@]}"; do echo "== pg $m: SKIPPED (source package not served by the archive)"; done
+for m in "${unprovided[@]}"; do
+	failed=$((failed + 1))
+	failures+=("pg $m (could not be provided)")
+done
 echo "== all majors: $(fl_dur $((SECONDS - START)))"
 if [ ${#failures[@]} -gt 0 ]; then
 	KEEP=1
