@@ -29,6 +29,11 @@ fl_deps_common() {
 # compiler options (scripts/test.sh: -Werror).
 fl_build() {
 	echo "== building and installing fencelock"
+	# Objects built for another installation (another major) must not be linked in.
+	if [ "$(cat .fl-built-for 2>/dev/null)" != "$PG_BIN" ]; then
+		make -s PG_CONFIG="$PG_BIN/pg_config" clean >/dev/null
+		echo "$PG_BIN" >.fl-built-for
+	fi
 	make -s PG_CONFIG="$PG_BIN/pg_config" ${FL_COPT:+COPT="$FL_COPT"} >/dev/null
 	make -s PG_CONFIG="$PG_BIN/pg_config" install >/dev/null
 }
