@@ -15,7 +15,7 @@ OBJS = \
 	src/claim.o
 
 # The version the library reports (PostgreSQL 18's pg_get_loaded_modules()).
-PG_CPPFLAGS = -DFENCELOCK_VERSION='"$(EXTVERSION)"'
+PG_CPPFLAGS += -DFENCELOCK_VERSION='"$(EXTVERSION)"'
 
 DATA = $(wildcard sql/fencelock--*.sql)
 
