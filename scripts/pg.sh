@@ -87,7 +87,7 @@ fl_pg_verify() {
 
 # fl_pg_build MAJOR PREFIX: download, configure, build and install into PREFIX.
 fl_pg_build() {
-	local major=$1 prefix=$2 suite src tarball opts=()
+	local major=$1 prefix=$2 suite src tarball status opts=()
 	suite=$(fl_pg_suite "$major")
 	src=$FENCELOCK_PG_CACHE/src-$major
 	fl_pg_apt_install gcc make bison flex perl libipc-run-perl dpkg-dev
@@ -103,8 +103,16 @@ fl_pg_build() {
 	# apt fetches as _apt where it can write (without it: a warning, and an unsandboxed download).
 	! id _apt >/dev/null 2>&1 || chown _apt "$src"
 	fl_pg_log "$major: downloading postgresql-$major/$suite source"
-	# Exit status 3: the archive does not serve this source (nothing to build; not a build failure).
-	(cd "$src" && apt-get source -qq --download-only "postgresql-$major/$suite") || return 3
+	# Exit status 3: the archive answers 404 for this source (nothing to build; not a build
+	# failure); any other download failure is one.
+	if ! (cd "$src" && apt-get source -qq --download-only "postgresql-$major/$suite") \
+		>"$src.apt.log" 2>&1; then
+		cat "$src.apt.log" >&2
+		if grep -q ' 404 ' "$src.apt.log"; then status=3; else status=1; fi
+		rm -f "$src.apt.log"
+		return "$status"
+	fi
+	rm -f "$src.apt.log"
 	tarball=$(ls "$src"/postgresql-"$major"_*.orig.tar.* | head -1)
 	[ -f "$tarball" ] || { echo "no upstream tarball in $src" >&2; return 1; }
 	fl_pg_log "$major: building $(basename "$tarball") into $prefix (log $FENCELOCK_PG_CACHE/pg-$major.log)"
