@@ -152,7 +152,7 @@ run_major() {
 	# Build in a copy of the tree of our own (objects are per major), warnings are errors.
 	t=$SECONDS
 	mkdir -p "$tree"
-	git ls-files -z --cached --others --exclude-standard | xargs -0 cp --parents -t "$tree" 2>/dev/null ||
+	git ls-files -z --cached --others --exclude-standard | xargs -0 cp -d --parents -t "$tree" ||
 		{ rm -rf "$tree" && cp -a . "$tree" && make -s -C "$tree" PG_CONFIG="$PG_BIN/pg_config" clean; }
 	if (cd "$tree" && FL_COPT=-Werror fl_build) >"$dir/build.log" 2>&1; then
 		parts+=("build $(fl_dur $((SECONDS - t)))")
