@@ -238,7 +238,7 @@ lock_lease_row(const char *lease, bool *found, int64 *latest, NameData *holder, 
 		elog(ERROR, "fencelock.lease does not have the columns of its install script");
 	ScanKeyInit(&key, 1, BTEqualStrategyNumber, F_TEXTEQ, PointerGetDatum(cstring_to_text(lease)));
 	key.sk_collation = C_COLLATION_OID;
-	scan = index_beginscan(rel, idx, snapshot, 1, 0);
+	scan = FL_INDEX_BEGINSCAN(rel, idx, snapshot, 1, 0);
 	index_rescan(scan, &key, 1, NULL, 0);
 	if (index_getnext_slot(scan, ForwardScanDirection, slot))
 	{

@@ -519,12 +519,12 @@ fl_queue_sleep(long timeout_ms)
 	if (fl_shared == NULL || my_slot == NULL)
 	{
 		(void) WaitLatch(MyLatch, WL_LATCH_SET | WL_TIMEOUT | WL_EXIT_ON_PM_DEATH, timeout_ms,
-						 PG_WAIT_EXTENSION);
+						 FL_WAIT_EVENT_ACQUIRE);
 		ResetLatch(MyLatch);
 		CHECK_FOR_INTERRUPTS();
 		return;
 	}
-	(void) ConditionVariableTimedSleep(&my_slot->cv, timeout_ms, PG_WAIT_EXTENSION);
+	(void) ConditionVariableTimedSleep(&my_slot->cv, timeout_ms, FL_WAIT_EVENT_ACQUIRE);
 }
 
 /* Leave the queue; when we leave without the lease, the next waiter gets its turn to try. */
