@@ -83,6 +83,8 @@ fl_pg_verify() {
 	for f in initdb pg_ctl psql pg_dump pg_basebackup; do
 		[ -x "$prefix/bin/$f" ] || { echo "missing $prefix/bin/$f" >&2; return 1; }
 	done
+	[ -e "$("$prefix/bin/pg_config" --sharedir)/extension/dblink.control" ] ||
+		{ echo "missing dblink in $prefix" >&2; return 1; }
 }
 
 # fl_pg_build MAJOR PREFIX: download, configure, build and install into PREFIX.
@@ -125,7 +127,8 @@ fl_pg_build() {
 			make install &&
 			make -C src/test/regress install &&
 			make -C src/test/isolation install &&
-			make -C src/test/perl install
+			make -C src/test/perl install &&
+			make -C contrib/dblink install # the wait_* isolation specs drive a waiter through it
 	) >"$FENCELOCK_PG_CACHE/pg-$major.log" 2>&1 || {
 		echo "building PostgreSQL $major failed; see $FENCELOCK_PG_CACHE/pg-$major.log" >&2
 		tail -20 "$FENCELOCK_PG_CACHE/pg-$major.log" >&2

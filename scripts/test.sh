@@ -29,6 +29,7 @@ usage() {
 fl_suites_of() {
 	case $1 in
 	17) echo "regress isolation" ;;
+	15) echo "regress isolation tap chaos clients" ;;
 	*) echo "regress isolation tap chaos" ;;
 	esac
 }
@@ -186,6 +187,19 @@ run_major() {
 			cat "$dir/chaos.log"
 			tally chaos "$status" $((status == 0)) $((status != 0)) $((SECONDS - t)) "$dir/chaos.log"
 			;;
+		clients)
+			# The Python and Node examples and the Prometheus exporter (scripts/test-clients.sh),
+			# as root: it installs what it needs.  Counted check by check.
+			echo "== pg $major clients"
+			local status=0 ok bad
+			t=$SECONDS
+			(cd "$tree" && bash scripts/test-clients.sh) >"$dir/clients.log" 2>&1 || status=$?
+			cat "$dir/clients.log"
+			ok=$(grep -cE '^ok [0-9]+ ' "$dir/clients.log" || true)
+			bad=$(grep -cE '^not ok [0-9]+ ' "$dir/clients.log" || true)
+			[ "$status" -eq 0 ] || [ "$bad" -gt 0 ] || bad=1
+			tally clients "$status" "$ok" "$bad" $((SECONDS - t)) "$dir/clients.log"
+			;;
 		esac
 	done
 	fl_cluster_stop "$dir/pg"
@@ -225,6 +239,13 @@ for m in "${unprovided[@]}"; do
 	failed=$((failed + 1))
 	failures+=("pg $m (could not be provided)")
 done
+# Every file, C identifier, SQL function and anchor a comment or document names exists.
+if perl scripts/check-refs.pl; then
+	passed=$((passed + 1))
+else
+	failed=$((failed + 1))
+	failures+=("check-refs (dangling references above)")
+fi
 echo "== all majors: $(fl_dur $((SECONDS - START)))"
 if [ ${#failures[@]} -gt 0 ]; then
 	KEEP=1
