@@ -15,7 +15,7 @@ my $bad = 0;
 # The C identifiers the sources define or use, and the SQL objects the install scripts create:
 # a document may name only those.
 my (%c_word, %sql_object);
-for my $f (grep { m{\.(c|h)$} } keys %exists) {
+for my $f (grep { m{(\.(c|h|mk)|(^|/)Makefile)$} } keys %exists) {
 	open my $fh, '<', $f or next;
 	local $/;
 	my $src = <$fh>;
@@ -108,7 +108,7 @@ for my $file (sort keys %exists) {
 			my $path = $1;
 			$path =~ s/[.:]+$//;
 			next if $path =~ /[*<>\[\]\$?{}]|NNN|NAME|XXX/;    # patterns, variables, placeholders
-			next if $path =~ m{^src/(test|include|backend)(/|$)};   # PostgreSQL's own source tree
+			next if $path =~ m{^(src/(test|include|backend|makefiles|interfaces)|contrib/dblink)(/|$)};   # PostgreSQL's own source tree
 			next if $path =~ m{^(bin|scripts|test/chaos)/[\w-]+$} && -e "$path.c"; # a built program
 			next if $path =~ m{/$};
 			next if $path =~ m{(^|/)node_modules/};   # installed by npm ci
