@@ -65,7 +65,9 @@
 #include "utils/memutils.h"
 #include "utils/rel.h"
 #include "utils/syscache.h"
+#include "utils/sortsupport.h"
 #include "utils/timestamp.h"
+#include "utils/typcache.h"
 
 PG_FUNCTION_INFO_V1(fencelock_enable_tasks);
 PG_FUNCTION_INFO_V1(fencelock_claim);
@@ -138,6 +140,7 @@ typedef struct TaskMap
 typedef enum TaskStmt
 {
 	STMT_CLAIM,
+	STMT_CLAIM_DEAD, /* the rows claim met but cannot take */
 	STMT_HEARTBEAT,
 	STMT_COMPLETE,
 	STMT_FAIL,
@@ -170,6 +173,10 @@ typedef struct TaskTable
 	int pos_fence; /* positions among the live columns, for claim's warnings */
 	int pos_attempt;
 	int pkpos[INDEX_MAX_KEYS];
+	int nsort; /* claim order: priority, run_after, the key (claim_sort) */
+	int sortpos[INDEX_MAX_KEYS + 2];
+	Oid sortop[INDEX_MAX_KEYS + 2];
+	Oid sortcoll[INDEX_MAX_KEYS + 2];
 	char relkind;
 	int nparts; /* a partitioned table: its partitions (all levels), each fenced */
 	Oid *parts;
@@ -581,88 +588,56 @@ typedef struct SqlParts
 	const char *attempt_max; /* the attempt column's type's maximum, a literal */
 } SqlParts;
 
-/* Columns before the table's own in claim's result: claimed, exhausted, tableoid. */
-#define CLAIM_LEAD_COLS 3
+/* Columns before the table's own in claim's result: tableoid. */
+#define CLAIM_LEAD_COLS 1
 
+/* The claim order over alias a: priority (lowest first), then run_after, then the primary key. */
 static void
-append_pk_join(StringInfo buf, const SqlParts *p, const char *other)
-{
-	for (int i = 0; i < p->npk; i++)
-		appendStringInfo(buf, "%st.%s %s %s.k%d", i > 0 ? " AND " : "", p->pk[i], p->pkeq[i], other,
-						 i + 1);
-}
-
-/* The claim order: priority (lowest first), then run_after, then the primary key. */
-static void
-append_order(StringInfo buf, const SqlParts *p)
+append_order(StringInfo buf, const SqlParts *p, const char *a)
 {
 	const char *sep = "";
 
 	appendStringInfoString(buf, " ORDER BY ");
 	if (p->col[COL_PRIORITY])
 	{
-		appendStringInfo(buf, "t.%s", p->col[COL_PRIORITY]);
+		appendStringInfo(buf, "%s.%s", a, p->col[COL_PRIORITY]);
 		sep = ", ";
 	}
 	if (p->col[COL_RUN_AFTER])
 	{
-		appendStringInfo(buf, "%st.%s", sep, p->col[COL_RUN_AFTER]);
+		appendStringInfo(buf, "%s%s.%s", sep, a, p->col[COL_RUN_AFTER]);
 		sep = ", ";
 	}
 	for (int i = 0; i < p->npk; i++)
 	{
-		appendStringInfo(buf, "%st.%s", sep, p->pk[i]);
+		appendStringInfo(buf, "%s%s.%s", sep, a, p->pk[i]);
 		sep = ", ";
 	}
 }
 
-/* The same order over claim's result, by position: no name there can be ambiguous. */
+/* The rows claim may take ($1 now), over alias a: ready (and due), or running with a lapsed lease. */
 static void
-append_order_by_position(StringInfo buf, const SqlParts *p)
+append_claimable(StringInfo buf, const SqlParts *p, const char *a)
 {
-	const char *sep = "";
-
-	appendStringInfoString(buf, " ORDER BY ");
-	if (p->col[COL_PRIORITY])
-	{
-		appendStringInfo(buf, "%d", CLAIM_LEAD_COLS + p->pos[COL_PRIORITY]);
-		sep = ", ";
-	}
+	appendStringInfo(buf, "((%s.%s OPERATOR(pg_catalog.=) 'ready'", a, p->col[COL_STATE]);
 	if (p->col[COL_RUN_AFTER])
-	{
-		appendStringInfo(buf, "%s%d", sep, CLAIM_LEAD_COLS + p->pos[COL_RUN_AFTER]);
-		sep = ", ";
-	}
-	for (int i = 0; i < p->npk; i++)
-	{
-		appendStringInfo(buf, "%s%d", sep, CLAIM_LEAD_COLS + p->pkpos[i]);
-		sep = ", ";
-	}
-}
-
-/* The rows claim may take ($1 now): ready (and due), or running with a lapsed lease. */
-static void
-append_claimable(StringInfo buf, const SqlParts *p)
-{
-	appendStringInfo(buf, "(t.%s OPERATOR(pg_catalog.=) 'ready'", p->col[COL_STATE]);
-	if (p->col[COL_RUN_AFTER])
-		appendStringInfo(buf, " AND (t.%s IS NULL OR t.%s OPERATOR(pg_catalog.<=) $1)",
-						 p->col[COL_RUN_AFTER], p->col[COL_RUN_AFTER]);
+		appendStringInfo(buf, " AND (%s.%s IS NULL OR %s.%s OPERATOR(pg_catalog.<=) $1)", a,
+						 p->col[COL_RUN_AFTER], a, p->col[COL_RUN_AFTER]);
 	appendStringInfo(buf,
-					 ") OR (t.%s OPERATOR(pg_catalog.=) 'running' AND (t.%s IS NULL OR t.%s "
-					 "OPERATOR(pg_catalog.<=) $1))",
-					 p->col[COL_STATE], p->col[COL_LEASE_UNTIL], p->col[COL_LEASE_UNTIL]);
+					 ") OR (%s.%s OPERATOR(pg_catalog.=) 'running' AND (%s.%s IS NULL OR %s.%s "
+					 "OPERATOR(pg_catalog.<=) $1)))",
+					 a, p->col[COL_STATE], a, p->col[COL_LEASE_UNTIL], a, p->col[COL_LEASE_UNTIL]);
 }
 
 /* Whether the row used up its attempts (never null); false without a max_attempts column. */
 static void
-append_attempts_used(StringInfo buf, const SqlParts *p)
+append_attempts_used(StringInfo buf, const SqlParts *p, const char *a)
 {
 	if (p->col[COL_MAX_ATTEMPTS] == NULL)
 		appendStringInfoString(buf, "false");
 	else
-		appendStringInfo(buf, "COALESCE(COALESCE(t.%s, 0) OPERATOR(pg_catalog.>=) t.%s, false)",
-						 p->col[COL_ATTEMPT], p->col[COL_MAX_ATTEMPTS]);
+		appendStringInfo(buf, "COALESCE(COALESCE(%s.%s, 0) OPERATOR(pg_catalog.>=) %s.%s, false)",
+						 a, p->col[COL_ATTEMPT], a, p->col[COL_MAX_ATTEMPTS]);
 }
 
 /*
@@ -670,13 +645,13 @@ append_attempts_used(StringInfo buf, const SqlParts *p)
  * fence claim issues, or its attempt at its type's maximum.
  */
 static void
-append_exhausted(StringInfo buf, const SqlParts *p)
+append_exhausted(StringInfo buf, const SqlParts *p, const char *a)
 {
 	appendStringInfo(buf,
-					 "COALESCE(t.%s OPERATOR(pg_catalog.>=) " INT64_FORMAT
-					 "::pg_catalog.int8, false) OR COALESCE(t.%s OPERATOR(pg_catalog.>=) %s, "
+					 "COALESCE(%s.%s OPERATOR(pg_catalog.>=) " INT64_FORMAT
+					 "::pg_catalog.int8, false) OR COALESCE(%s.%s OPERATOR(pg_catalog.>=) %s, "
 					 "false)",
-					 p->col[COL_FENCE], (int64) TASK_MAX_CLAIM_FENCE, p->col[COL_ATTEMPT],
+					 a, p->col[COL_FENCE], (int64) TASK_MAX_CLAIM_FENCE, a, p->col[COL_ATTEMPT],
 					 p->attempt_max);
 }
 
@@ -692,57 +667,103 @@ dead_fence(const char *f)
 }
 
 /*
- * One statement: lock up to $5 claimable rows in claim order, skipping rows other workers hold,
- * and decide for each (from the locked row) whether it can be claimed.  The same UPDATE gives each
- * claimable row the caller's lease ($2 worker, $3 deadline), the next attempt and a fence above
- * every fence it had before ($4 timeline base).  A row that used up its attempts, or that claim
- * cannot raise without an overflow (exhausted), becomes 'dead' instead, its fence raised all the
- * same where the type allows.  Returns, in claim order: whether the row was claimed, whether it was
- * exhausted, the relation it is in (the table or a partition), then the row's columns.
+ * The rows claim takes, for "WHERE ...": the keys of up to $5 claimable rows in claim order (and,
+ * with bad, only those that claim cannot take: claim_dead's), locked, skipping rows that other
+ * workers hold.  A single-column key is collected into an array that an InitPlan builds once, so
+ * the UPDATE finds the rows by "key = ANY (...)" on the primary key: a generic plan that is right
+ * for every max_rows.  A composite key uses IN (the statement is then planned on every call).
+ */
+static void
+append_claim_keys(StringInfo buf, const SqlParts *p, bool bad)
+{
+	if (p->npk == 1)
+		appendStringInfo(buf, "t.%s %s ANY (ARRAY(SELECT c.%s", p->pk[0], p->pkeq[0], p->pk[0]);
+	else
+	{
+		appendStringInfoString(buf, "(");
+		for (int i = 0; i < p->npk; i++)
+			appendStringInfo(buf, "%st.%s", i > 0 ? ", " : "", p->pk[i]);
+		appendStringInfoString(buf, ") IN (SELECT ");
+		for (int i = 0; i < p->npk; i++)
+			appendStringInfo(buf, "%sc.%s", i > 0 ? ", " : "", p->pk[i]);
+	}
+	appendStringInfo(buf, " FROM %s AS c WHERE ", p->table);
+	append_claimable(buf, p, "c");
+	if (bad)
+	{
+		appendStringInfoString(buf, " AND (");
+		append_exhausted(buf, p, "c");
+		appendStringInfoString(buf, " OR ");
+		append_attempts_used(buf, p, "c");
+		appendStringInfoString(buf, ")");
+	}
+	append_order(buf, p, "c");
+	appendStringInfoString(buf, " LIMIT $5 FOR UPDATE OF c SKIP LOCKED)");
+	if (p->npk == 1)
+		appendStringInfoString(buf, ")");
+}
+
+/*
+ * claim: lock up to $5 claimable rows in claim order, and give each that claim can take the
+ * caller's lease ($2 worker, $3 deadline), the next attempt and a fence above every fence it had
+ * before ($4 timeline base).  A row that used up its attempts, or that claim cannot raise without
+ * an overflow (exhausted), stays locked and unchanged: claim_dead makes it dead.  Returns the
+ * relation each claimed row is in (the table or a partition), then its columns, in no particular
+ * order (claim_sort puts them into claim order).
  */
 static char *
 build_claim(const SqlParts *p)
 {
 	StringInfoData buf;
-	const char *greatest = psprintf("GREATEST(t.%s, $4)", p->col[COL_FENCE]);
 
 	initStringInfo(&buf);
-	appendStringInfoString(&buf, "WITH c(");
-	for (int i = 0; i < p->npk; i++)
-		appendStringInfo(&buf, "k%d, ", i + 1);
-	appendStringInfoString(&buf, "claimed, exhausted) AS MATERIALIZED (SELECT ");
-	for (int i = 0; i < p->npk; i++)
-		appendStringInfo(&buf, "t.%s, ", p->pk[i]);
-	appendStringInfoString(&buf, "NOT (");
-	append_exhausted(&buf, p);
-	appendStringInfoString(&buf, " OR ");
-	append_attempts_used(&buf, p);
-	appendStringInfoString(&buf, "), ");
-	append_exhausted(&buf, p);
-	appendStringInfo(&buf, " FROM %s AS t WHERE ", p->table);
-	append_claimable(&buf, p);
-	append_order(&buf, p);
 	appendStringInfo(&buf,
-					 " LIMIT $5 FOR UPDATE OF t SKIP LOCKED), u AS (UPDATE %s AS t SET "
-					 "%s = CASE WHEN c.claimed THEN 'running' ELSE 'dead' END, "
-					 "%s = CASE WHEN c.claimed THEN $2 ELSE t.%s END, "
-					 "%s = CASE WHEN c.claimed THEN $3 END, "
-					 "%s = CASE WHEN c.claimed THEN COALESCE(t.%s, 0) OPERATOR(pg_catalog.+) 1 "
-					 "ELSE t.%s END, "
-					 "%s = CASE WHEN c.claimed THEN %s OPERATOR(pg_catalog.+) 1 ELSE %s END",
-					 p->table, p->col[COL_STATE], p->col[COL_LEASE_OWNER], p->col[COL_LEASE_OWNER],
-					 p->col[COL_LEASE_UNTIL], p->col[COL_ATTEMPT], p->col[COL_ATTEMPT],
-					 p->col[COL_ATTEMPT], p->col[COL_FENCE], greatest, dead_fence(greatest));
+					 "UPDATE %s AS t SET %s = 'running', %s = $2, %s = $3, "
+					 "%s = COALESCE(t.%s, 0) OPERATOR(pg_catalog.+) 1, "
+					 "%s = GREATEST(t.%s, $4) OPERATOR(pg_catalog.+) 1 WHERE ",
+					 p->table, p->col[COL_STATE], p->col[COL_LEASE_OWNER], p->col[COL_LEASE_UNTIL],
+					 p->col[COL_ATTEMPT], p->col[COL_ATTEMPT], p->col[COL_FENCE], p->col[COL_FENCE]);
+	append_claim_keys(&buf, p, false);
+	appendStringInfoString(&buf, " AND NOT (");
+	append_exhausted(&buf, p, "t");
+	appendStringInfoString(&buf, " OR ");
+	append_attempts_used(&buf, p, "t");
+	appendStringInfoString(&buf, ") RETURNING t.tableoid, t.*");
+	return buf.data;
+}
+
+/*
+ * After a claim that returned fewer rows than asked: make dead up to $5 claimable rows that claim
+ * cannot take (those the claim locked and left, first), their fence raised all the same where the
+ * type allows, their lease ended.  Returns the relation each is in, its columns, and whether it
+ * was exhausted (its fence now at the type's maximum, or its attempt at its type's).
+ */
+static char *
+build_claim_dead(const SqlParts *p)
+{
+	StringInfoData buf;
+
+	initStringInfo(&buf);
+	appendStringInfo(&buf, "UPDATE %s AS t SET %s = 'dead', %s = NULL, %s = %s", p->table,
+					 p->col[COL_STATE], p->col[COL_LEASE_UNTIL], p->col[COL_FENCE],
+					 dead_fence(psprintf("GREATEST(t.%s, $4)", p->col[COL_FENCE])));
 	if (p->col[COL_LAST_ERROR])
-		appendStringInfo(&buf,
-						 ", %s = CASE WHEN c.exhausted THEN 'fencelock: fence or attempt at its "
-						 "maximum' ELSE t.%s END",
-						 p->col[COL_LAST_ERROR], p->col[COL_LAST_ERROR]);
-	appendStringInfoString(&buf, " FROM c WHERE ");
-	append_pk_join(&buf, p, "c");
-	appendStringInfoString(&buf,
-						   " RETURNING c.claimed, c.exhausted, t.tableoid, t.*) SELECT u.* FROM u");
-	append_order_by_position(&buf, p);
+	{
+		appendStringInfo(&buf, ", %s = CASE WHEN ", p->col[COL_LAST_ERROR]);
+		append_exhausted(&buf, p, "t");
+		appendStringInfo(&buf, " THEN 'fencelock: fence or attempt at its maximum' ELSE t.%s END",
+						 p->col[COL_LAST_ERROR]);
+	}
+	appendStringInfoString(&buf, " WHERE ");
+	append_claim_keys(&buf, p, true);
+	appendStringInfoString(&buf, " AND (");
+	append_exhausted(&buf, p, "t");
+	appendStringInfoString(&buf, " OR ");
+	append_attempts_used(&buf, p, "t");
+	appendStringInfo(&buf,
+					 ") RETURNING t.tableoid, t.*, COALESCE(t.%s OPERATOR(pg_catalog.=) " INT64_FORMAT
+					 "::pg_catalog.int8, false) OR COALESCE(t.%s OPERATOR(pg_catalog.>=) %s, false)",
+					 p->col[COL_FENCE], PG_INT64_MAX, p->col[COL_ATTEMPT], p->attempt_max);
 	return buf.data;
 }
 
@@ -772,10 +793,10 @@ build_row_update(const SqlParts *p, TaskStmt stmt)
 			 * still sends (complete, a late result) is accepted.
 			 */
 			appendStringInfo(&buf, "%s = CASE WHEN ", p->col[COL_STATE]);
-			append_attempts_used(&buf, p);
+			append_attempts_used(&buf, p, "t");
 			appendStringInfo(&buf, " THEN 'dead' ELSE 'ready' END, %s = CASE WHEN ",
 							 p->col[COL_FENCE]);
-			append_attempts_used(&buf, p);
+			append_attempts_used(&buf, p, "t");
 			appendStringInfo(&buf, " THEN %s ELSE $2 END, %s = NULL", dead_fence("$2"),
 							 p->col[COL_LEASE_UNTIL]);
 			if (p->col[COL_RUN_AFTER])
@@ -959,6 +980,48 @@ task_table_partitions(TaskTable *tt, Relation rel, const char *fence_col)
 	tt->nparts = n;
 }
 
+/*
+ * Claim order as sort keys over claim's result (each column's type's default ordering and its
+ * collation, as ORDER BY uses them): priority, run_after, then the primary key.
+ */
+static void
+task_table_sort_keys(TaskTable *tt, Relation rel, const SqlParts *p)
+{
+	TupleDesc desc = RelationGetDescr(rel);
+	int pos[INDEX_MAX_KEYS + 2];
+	int n = 0;
+
+	if (p->col[COL_PRIORITY])
+		pos[n++] = p->pos[COL_PRIORITY];
+	if (p->col[COL_RUN_AFTER])
+		pos[n++] = p->pos[COL_RUN_AFTER];
+	for (int i = 0; i < p->npk; i++)
+		pos[n++] = p->pkpos[i];
+	tt->nsort = n;
+	for (int i = 0; i < n; i++)
+	{
+		Form_pg_attribute att = NULL;
+		TypeCacheEntry *tce;
+
+		/* pos counts live columns: find the attribute. */
+		for (int a = 0, live = 0; a < desc->natts; a++)
+			if (!TupleDescAttr(desc, a)->attisdropped && ++live == pos[i])
+			{
+				att = TupleDescAttr(desc, a);
+				break;
+			}
+		Assert(att != NULL);
+		tce = lookup_type_cache(att->atttypid, TYPECACHE_LT_OPR);
+		if (!OidIsValid(tce->lt_opr))
+			ereport(ERROR, (errcode(ERRCODE_UNDEFINED_FUNCTION),
+							errmsg("could not identify an ordering operator for type %s",
+								   format_type_be(att->atttypid))));
+		tt->sortpos[i] = CLAIM_LEAD_COLS + pos[i];
+		tt->sortop[i] = tce->lt_opr;
+		tt->sortcoll[i] = att->attcollation;
+	}
+}
+
 /* Resolve the table: its mapping, the fence trigger, the key, and the statements' text. */
 static void
 task_table_build(TaskTable *tt)
@@ -1044,7 +1107,9 @@ task_table_build(TaskTable *tt)
 	tt->pos_attempt = p.pos[COL_ATTEMPT];
 	tt->relname = pstrdup(RelationGetRelationName(rel));
 
+	task_table_sort_keys(tt, rel, &p);
 	tt->sql[STMT_CLAIM] = build_claim(&p);
+	tt->sql[STMT_CLAIM_DEAD] = build_claim_dead(&p);
 	if (p.npk == 1)
 	{
 		for (int s = STMT_HEARTBEAT; s <= STMT_FAIL; s++)
@@ -1105,6 +1170,20 @@ task_table(Oid relid)
 	return tt;
 }
 
+/*
+ * How claim's statements are planned.  With a single-column key their generic plan is right for
+ * every max_rows (an InitPlan on the claim index, then the rows by key): planned once.  With a
+ * composite key the best plan depends on max_rows, so the call's values are planned every time.
+ * The one-row statements use the key.
+ */
+static int
+claim_plan_options(TaskTable *tt, TaskStmt stmt)
+{
+	if (stmt != STMT_CLAIM && stmt != STMT_CLAIM_DEAD)
+		return 0;
+	return tt->npk == 1 ? CURSOR_OPT_GENERIC_PLAN : CURSOR_OPT_CUSTOM_PLAN;
+}
+
 /* The statement's plan, prepared on first use. */
 static SPIPlanPtr
 task_plan(TaskTable *tt, TaskStmt stmt, int nargs, const Oid *argtypes)
@@ -1116,7 +1195,7 @@ task_plan(TaskTable *tt, TaskStmt stmt, int nargs, const Oid *argtypes)
 		 * it is planned with the call's values every time; the one-row statements use the key.
 		 */
 		SPIPlanPtr plan = SPI_prepare_cursor(tt->sql[stmt], nargs, (Oid *) argtypes,
-											 stmt == STMT_CLAIM ? CURSOR_OPT_CUSTOM_PLAN : 0);
+											 claim_plan_options(tt, stmt));
 
 		if (plan == NULL)
 			elog(ERROR, "SPI_prepare failed for \"%s\": %s", tt->sql[stmt],
@@ -1486,15 +1565,16 @@ fencelock_enable_tasks(PG_FUNCTION_ARGS)
  * ---------------------------------------------------------------------------------------------
  */
 
-/* Claim's result must have the columns the statement was built for, of the table's types. */
+/*
+ * Claim's result must have the columns the statement was built for, of the table's types: the
+ * relation, the table's live columns, then (claim_dead's) whether the row was exhausted.
+ */
 static void
-claim_check_result(TaskTable *tt, TupleDesc desc, TupleDesc rdesc)
+claim_check_result(TaskTable *tt, TupleDesc desc, TupleDesc rdesc, bool dead)
 {
 	int col = CLAIM_LEAD_COLS;
 
-	check_result_column(tt, rdesc, 1, BOOLOID, -1);
-	check_result_column(tt, rdesc, 2, BOOLOID, -1);
-	check_result_column(tt, rdesc, 3, OIDOID, -1);
+	check_result_column(tt, rdesc, 1, OIDOID, -1);
 	for (int i = 0; i < desc->natts; i++)
 	{
 		Form_pg_attribute att = TupleDescAttr(desc, i);
@@ -1502,8 +1582,17 @@ claim_check_result(TaskTable *tt, TupleDesc desc, TupleDesc rdesc)
 		if (!att->attisdropped)
 			check_result_column(tt, rdesc, ++col, att->atttypid, att->atttypmod);
 	}
+	if (dead)
+		check_result_column(tt, rdesc, ++col, BOOLOID, -1);
 	if (rdesc->natts != col)
 		check_result_column(tt, rdesc, col + 1, InvalidOid, -1);
+	for (uint64 r = 0; r < SPI_processed; r++)
+	{
+		bool isnull;
+
+		check_result_relation(
+			tt, DatumGetObjectId(SPI_getbinval(SPI_tuptable->vals[r], rdesc, 1, &isnull)));
+	}
 }
 
 /* A row claim could not raise: a warning that names it. */
@@ -1536,34 +1625,72 @@ claim_warn_exhausted(TaskTable *tt, HeapTuple tuple, TupleDesc rdesc)
 					 "every fence a worker may still hold and a lower attempt.")));
 }
 
+typedef struct ClaimSortArg
+{
+	TaskTable *tt;
+	TupleDesc rdesc;
+	SortSupportData *ssup;
+} ClaimSortArg;
+
+static int
+claim_cmp(const void *a, const void *b, void *arg)
+{
+	ClaimSortArg *c = (ClaimSortArg *) arg;
+	HeapTuple ta = *(const HeapTuple *) a;
+	HeapTuple tb = *(const HeapTuple *) b;
+
+	for (int i = 0; i < c->tt->nsort; i++)
+	{
+		bool na;
+		bool nb;
+		Datum da = heap_getattr(ta, c->tt->sortpos[i], c->rdesc, &na);
+		Datum db = heap_getattr(tb, c->tt->sortpos[i], c->rdesc, &nb);
+		int r = ApplySortComparator(da, na, db, nb, &c->ssup[i]);
+
+		if (r != 0)
+			return r;
+	}
+	return 0;
+}
+
+/* Put the last statement's rows into claim order (ORDER BY's: ascending, nulls last). */
+static void
+claim_sort(TaskTable *tt)
+{
+	ClaimSortArg arg;
+
+	if (SPI_processed < 2)
+		return;
+	arg.tt = tt;
+	arg.rdesc = SPI_tuptable->tupdesc;
+	arg.ssup = palloc0(tt->nsort * sizeof(SortSupportData));
+	for (int i = 0; i < tt->nsort; i++)
+	{
+		arg.ssup[i].ssup_cxt = CurrentMemoryContext;
+		arg.ssup[i].ssup_collation = tt->sortcoll[i];
+		arg.ssup[i].ssup_nulls_first = false;
+		PrepareSortSupportFromOrderingOp(tt->sortop[i], &arg.ssup[i]);
+	}
+	qsort_arg(SPI_tuptable->vals, SPI_processed, sizeof(HeapTuple), claim_cmp, &arg);
+}
+
 /*
- * Put the claimed rows of the last statement into the result; returns how many, and how many rows
- * became dead instead.  Nothing is copied before the result is known to be the table's rows.
+ * Put the rows claim took into the result, in claim order; returns how many.  Nothing is copied
+ * before the result is known to be the table's rows.
  */
 static int64
-claim_collect(TaskTable *tt, ReturnSetInfo *rsinfo, Datum *row, bool *rownulls, int64 *dead)
+claim_collect(TaskTable *tt, ReturnSetInfo *rsinfo, Datum *row, bool *rownulls)
 {
 	TupleDesc desc = rsinfo->setDesc;
 	TupleDesc rdesc = SPI_tuptable->tupdesc;
-	int64 claimed = 0;
-	bool isnull;
 
-	claim_check_result(tt, desc, rdesc);
-	for (uint64 r = 0; r < SPI_processed; r++)
-		check_result_relation(
-			tt, DatumGetObjectId(SPI_getbinval(SPI_tuptable->vals[r], rdesc, 3, &isnull)));
+	claim_check_result(tt, desc, rdesc, false);
+	claim_sort(tt);
 	for (uint64 r = 0; r < SPI_processed; r++)
 	{
 		HeapTuple tuple = SPI_tuptable->vals[r];
 		int col = CLAIM_LEAD_COLS;
 
-		if (!DatumGetBool(SPI_getbinval(tuple, rdesc, 1, &isnull)))
-		{
-			if (DatumGetBool(SPI_getbinval(tuple, rdesc, 2, &isnull)))
-				claim_warn_exhausted(tt, tuple, rdesc);
-			(*dead)++;
-			continue;
-		}
 		/* The table's live columns, in order; the row type's dropped columns are null. */
 		for (int i = 0; i < desc->natts; i++)
 		{
@@ -1573,11 +1700,73 @@ claim_collect(TaskTable *tt, ReturnSetInfo *rsinfo, Datum *row, bool *rownulls, 
 				rownulls[i] = true;
 				continue;
 			}
-			row[i] = SPI_getbinval(tuple, rdesc, ++col, &rownulls[i]);
+			row[i] = heap_getattr(tuple, ++col, rdesc, &rownulls[i]);
 		}
 		tuplestore_putvalues(rsinfo->setResult, desc, row, rownulls);
-		claimed++;
 	}
+	return (int64) SPI_processed;
+}
+
+/* The rows claim_dead made dead: a warning for each that was exhausted; returns how many. */
+static int64
+claim_collect_dead(TaskTable *tt, ReturnSetInfo *rsinfo)
+{
+	TupleDesc rdesc = SPI_tuptable->tupdesc;
+
+	claim_check_result(tt, rsinfo->setDesc, rdesc, true);
+	claim_sort(tt);
+	for (uint64 r = 0; r < SPI_processed; r++)
+	{
+		bool isnull;
+
+		if (DatumGetBool(SPI_getbinval(SPI_tuptable->vals[r], rdesc, rdesc->natts, &isnull)))
+			claim_warn_exhausted(tt, SPI_tuptable->vals[r], rdesc);
+	}
+	return (int64) SPI_processed;
+}
+
+/*
+ * One claim of up to max_rows rows into the result; the caller is connected to SPI.  Returns how
+ * many rows it claimed; commits durably when it changed any row.
+ */
+static int64
+claim_once(TaskTable *tt, ReturnSetInfo *rsinfo, text *worker, int64 ttl, int32 max_rows,
+		   Datum *row, bool *rownulls)
+{
+	TimestampTz now = GetCurrentTimestamp();
+	Datum values[CLAIM_NARGS];
+	int64 claimed = 0;
+	int64 dead = 0;
+	int64 marked = 0;
+
+	values[0] = TimestampTzGetDatum(now);
+	values[1] = PointerGetDatum(worker);
+	values[2] = TimestampTzGetDatum(now + ttl);
+	values[3] = Int64GetDatum(fl_timeline_base());
+	/*
+	 * Rows claim cannot take are locked and left by the claim, taking places among max_rows:
+	 * claim_dead makes them dead, then claim runs again for those places.  claim_dead runs only
+	 * when a claim returned fewer rows than asked, and every round but the last makes a row dead,
+	 * so this ends; usually there is a single statement.
+	 */
+	for (;;)
+	{
+		values[4] = Int64GetDatum((int64) max_rows - claimed);
+		task_run(tt, STMT_CLAIM, CLAIM_NARGS, claim_argtypes, values, NULL);
+		claimed += claim_collect(tt, rsinfo, row, rownulls);
+		if (claimed >= max_rows)
+			break;
+		values[4] = Int64GetDatum((int64) max_rows - claimed);
+		task_run(tt, STMT_CLAIM_DEAD, CLAIM_NARGS, claim_argtypes, values, NULL);
+		dead = claim_collect_dead(tt, rsinfo);
+		marked += dead;
+		if (dead == 0)
+			break;
+	}
+
+	/* As for acquire: a crash must not hand a claim's fence to a second worker. */
+	if (claimed > 0 || marked > 0)
+		fl_commit_durably();
 	return claimed;
 }
 
@@ -1590,14 +1779,10 @@ fencelock_claim(PG_FUNCTION_ARGS)
 	text *worker;
 	int64 ttl;
 	int32 max_rows;
-	TimestampTz now;
 	TaskTable *tt;
-	Datum values[CLAIM_NARGS];
 	Datum *row;
 	bool *rownulls;
-	int64 claimed = 0;
-	int64 dead;
-	int64 marked = 0;
+	int64 claimed;
 
 	if (!OidIsValid(relid))
 		ereport(ERROR, (errcode(ERRCODE_DATATYPE_MISMATCH),
@@ -1616,37 +1801,16 @@ fencelock_claim(PG_FUNCTION_ARGS)
 						errhint("Pass a positive number of rows.")));
 
 	tt = task_table(relid);
-	now = GetCurrentTimestamp();
-	values[0] = TimestampTzGetDatum(now);
-	values[1] = PointerGetDatum(worker);
-	values[2] = TimestampTzGetDatum(now + ttl);
-	values[3] = Int64GetDatum(fl_timeline_base());
-
 	InitMaterializedSRF(fcinfo, 0);
 	row = palloc(Max(rsinfo->setDesc->natts, 1) * sizeof(Datum));
 	rownulls = palloc(Max(rsinfo->setDesc->natts, 1) * sizeof(bool));
 
 	if (SPI_connect() != SPI_OK_CONNECT)
 		elog(ERROR, "SPI_connect failed");
-	/*
-	 * Rows that became dead took places among max_rows: claim again for those places, until a
-	 * statement finds no more dead rows.  Every statement marks at least one row dead, so this
-	 * ends; usually there is a single statement.
-	 */
-	do
-	{
-		dead = 0;
-		values[4] = Int64GetDatum((int64) max_rows - claimed);
-		task_run(tt, STMT_CLAIM, CLAIM_NARGS, claim_argtypes, values, NULL);
-		claimed += claim_collect(tt, rsinfo, row, rownulls, &dead);
-		marked += dead;
-	} while (dead > 0 && claimed < max_rows);
+	claimed = claim_once(tt, rsinfo, worker, ttl, max_rows, row, rownulls);
 	if (SPI_finish() != SPI_OK_FINISH)
 		elog(ERROR, "SPI_finish failed");
-
-	/* As for acquire: a crash must not hand a claim's fence to a second worker. */
-	if (claimed > 0 || marked > 0)
-		fl_commit_durably();
+	(void) claimed;
 	return (Datum) 0;
 }
 
