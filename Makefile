@@ -17,7 +17,8 @@ OBJS = \
 	src/mergeguard.o \
 	src/session.o \
 	src/notify.o \
-	src/revoke.o
+	src/revoke.o \
+	src/taskwait.o
 
 DATA = $(wildcard sql/fencelock--*.sql)
 

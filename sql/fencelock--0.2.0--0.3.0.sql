@@ -129,3 +129,25 @@ SELECT l.resource,
        LATERAL (SELECT pg_catalog.clock_timestamp() AS now) AS c,
        LATERAL (SELECT l.owner IS NOT NULL
                    AND (l.session_id IS NULL OR fencelock.session_alive(l.session_id)) AS live) AS s;
+
+-- === task tables: waiting claim, backoff, retention (issue 13) ===
+
+-- claim gains wait: when no row is claimable, wait up to this long for a commit that makes rows
+-- claimable (NULL or '0': do not wait).  Replaced, not overloaded, so that every call naming
+-- only some arguments stays unambiguous.
+DROP FUNCTION fencelock.claim(anyelement, pg_catalog.text, pg_catalog.interval, pg_catalog.int4);
+-- Not STRICT: the first argument is NULL::table, only its type matters.
+CREATE FUNCTION fencelock.claim(tasks anyelement, worker pg_catalog.text,
+                                ttl pg_catalog.interval DEFAULT fencelock.default_ttl(),
+                                max_rows pg_catalog.int4 DEFAULT 1,
+                                wait pg_catalog.interval DEFAULT NULL)
+RETURNS SETOF anyelement
+AS 'MODULE_PATHNAME', 'fencelock_claim'
+LANGUAGE C VOLATILE ROWS 10;
+
+-- The wake trigger enable_tasks installs (AFTER INSERT OR UPDATE, FOR EACH ROW, WHEN the new row
+-- is claimable): the commit of such a row wakes a waiting claim.
+CREATE FUNCTION fencelock.task_wake()
+RETURNS trigger
+AS 'MODULE_PATHNAME', 'fencelock_task_wake'
+LANGUAGE C VOLATILE;

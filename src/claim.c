@@ -52,9 +52,11 @@
 #include "lib/stringinfo.h"
 #include "miscadmin.h"
 #include "shmem.h"
+#include "taskwait.h"
 #include "nodes/makefuncs.h"
 #include "optimizer/optimizer.h"
 #include "parser/parse_coerce.h"
+#include "parser/parse_func.h"
 #include "utils/acl.h"
 #include "utils/array.h"
 #include "utils/builtins.h"
@@ -76,10 +78,13 @@ PG_FUNCTION_INFO_V1(fencelock_complete);
 PG_FUNCTION_INFO_V1(fencelock_fail);
 
 #define TASK_TRIGGER_NAME "fencelock_fence"
+#define WAKE_TRIGGER_NAME "fencelock_wake"
 
 /* The fence trigger's C function (trigger.c): how claim recognises the trigger, whatever its name.
  */
 extern PGDLLEXPORT Datum fencelock_fence_trigger(PG_FUNCTION_ARGS);
+/* The wake trigger's (taskwait.c): how a waiting claim knows that commits will wake it. */
+extern PGDLLEXPORT Datum fencelock_task_wake(PG_FUNCTION_ARGS);
 
 /*
  * The largest fence claim issues.  The one value above it is kept for the bump that makes a row
@@ -172,6 +177,7 @@ typedef struct TaskTable
 	Oid state_type;
 	int pos_fence; /* positions among the live columns, for claim's warnings */
 	int pos_attempt;
+	bool has_wake; /* commits that make rows claimable wake waiting claims */
 	int pkpos[INDEX_MAX_KEYS];
 	int nsort; /* claim order: priority, run_after, the key (claim_sort) */
 	int sortpos[INDEX_MAX_KEYS + 2];
@@ -477,7 +483,7 @@ read_map(Oid relid, TaskMap *map, Oid *claim_index)
  * a function called fence_trigger that fences nothing.
  */
 static bool
-is_fence_trigger_function(Oid fn)
+is_c_function(Oid fn, PGFunction addr)
 {
 	HeapTuple tuple = SearchSysCache1(PROCOID, ObjectIdGetDatum(fn));
 	bool is_c;
@@ -490,7 +496,35 @@ is_fence_trigger_function(Oid fn)
 	if (!is_c)
 		return false;
 	fmgr_info(fn, &finfo);
-	return finfo.fn_addr == fencelock_fence_trigger;
+	return finfo.fn_addr == addr;
+}
+
+static bool
+is_fence_trigger_function(Oid fn)
+{
+	return is_c_function(fn, fencelock_fence_trigger);
+}
+
+/*
+ * Whether the table has an enabled AFTER row trigger on INSERT and UPDATE that calls the wake
+ * trigger function (its WHEN condition is enable_tasks' own).
+ */
+static bool
+has_wake_trigger(Relation rel)
+{
+	TriggerDesc *td = rel->trigdesc;
+
+	for (int i = 0; td != NULL && i < td->numtriggers; i++)
+	{
+		Trigger *tg = &td->triggers[i];
+
+		if (TRIGGER_FOR_ROW(tg->tgtype) && TRIGGER_FOR_AFTER(tg->tgtype) &&
+			TRIGGER_FOR_INSERT(tg->tgtype) && TRIGGER_FOR_UPDATE(tg->tgtype) &&
+			(tg->tgenabled == TRIGGER_FIRES_ON_ORIGIN || tg->tgenabled == TRIGGER_FIRES_ALWAYS) &&
+			is_c_function(tg->tgfoid, fencelock_task_wake))
+			return true;
+	}
+	return false;
 }
 
 /*
@@ -1054,6 +1088,7 @@ task_table_build(TaskTable *tt)
 		names[i] = NameStr(map.cols[i])[0] != '\0' ? pstrdup(NameStr(map.cols[i])) : NULL;
 	check_columns(rel, names, false, &map);
 	require_fence_trigger(rel, rel, NameStr(map.cols[COL_FENCE]));
+	tt->has_wake = has_wake_trigger(rel);
 
 	tt->cxt =
 		AllocSetContextCreate(CacheMemoryContext, "fencelock task table", ALLOCSET_SMALL_SIZES);
@@ -1352,6 +1387,23 @@ arg_id(FunctionCallInfo fcinfo, int argno, TaskTable *tt)
 	return ((Const *) expr)->constvalue;
 }
 
+/* A claim's wait: a non-negative interval (capped at a century). */
+static int64
+fl_arg_claim_wait(FunctionCallInfo fcinfo, int argno)
+{
+	int64 us;
+
+	if (!fl_interval_us(PG_GETARG_INTERVAL_P(argno), &us))
+		ereport(ERROR, (errcode(ERRCODE_INVALID_PARAMETER_VALUE), errmsg("wait is out of range"),
+						errhint("Wait at most a few hours; statement_timeout also ends a wait.")));
+	if (us < 0)
+		ereport(ERROR, (errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+						errmsg("wait must not be negative"),
+						errhint("Pass an interval such as '30 seconds', or leave wait out not to "
+								"wait.")));
+	return Min(us, (int64) 100 * 365 * USECS_PER_DAY);
+}
+
 static int64
 arg_fence(FunctionCallInfo fcinfo, int argno)
 {
@@ -1415,6 +1467,34 @@ is_claim_index(Oid indexid, Oid relid, const AttrNumber *keys, int nkeys)
 		same = idx->rd_index->indkey.values[i] == keys[i];
 	index_close(idx, AccessShareLock);
 	return same;
+}
+
+/*
+ * The wake trigger (taskwait.c): after a row is inserted, or updated, claimable now (ready, and
+ * due), the commit wakes a waiting claim.  Skipped when the installed SQL objects are older than
+ * the library (fencelock.task_wake is missing before ALTER EXTENSION fencelock UPDATE).
+ */
+static void
+create_wake_trigger(const char *qualname, const TaskMap *map)
+{
+	char *nsp = get_namespace_name(extension_schema());
+	Oid fn = LookupFuncName(list_make2(makeString(nsp), makeString("task_wake")), 0, NULL, true);
+	StringInfoData sql;
+
+	if (!OidIsValid(fn))
+		return;
+	initStringInfo(&sql);
+	appendStringInfo(&sql,
+					 "CREATE OR REPLACE TRIGGER %s AFTER INSERT OR UPDATE ON %s FOR EACH ROW "
+					 "WHEN (NEW.%s OPERATOR(pg_catalog.=) 'ready'",
+					 WAKE_TRIGGER_NAME, qualname, quote_identifier(NameStr(map->cols[COL_STATE])));
+	if (NameStr(map->cols[COL_RUN_AFTER])[0] != '\0')
+		appendStringInfo(&sql, " AND (NEW.%s IS NULL OR NEW.%s OPERATOR(pg_catalog.<=) "
+							   "pg_catalog.now())",
+						 quote_identifier(NameStr(map->cols[COL_RUN_AFTER])),
+						 quote_identifier(NameStr(map->cols[COL_RUN_AFTER])));
+	appendStringInfo(&sql, ") EXECUTE FUNCTION %s()", quote_qualified_identifier(nsp, "task_wake"));
+	run_ddl(sql.data);
 }
 
 Datum
@@ -1492,6 +1572,7 @@ fencelock_enable_tasks(PG_FUNCTION_ARGS)
 					 "FUNCTION %s(%s)",
 					 TASK_TRIGGER_NAME, qualname, trigger_fn,
 					 quote_literal_cstr(NameStr(map.cols[COL_FENCE]))));
+	create_wake_trigger(qualname, &map);
 	if (new_index)
 	{
 		StringInfoData sql;
@@ -1731,7 +1812,7 @@ claim_collect_dead(TaskTable *tt, ReturnSetInfo *rsinfo)
  */
 static int64
 claim_once(TaskTable *tt, ReturnSetInfo *rsinfo, text *worker, int64 ttl, int32 max_rows,
-		   Datum *row, bool *rownulls)
+		   Datum *row, bool *rownulls, int64 *marked_out)
 {
 	TimestampTz now = GetCurrentTimestamp();
 	Datum values[CLAIM_NARGS];
@@ -1767,7 +1848,121 @@ claim_once(TaskTable *tt, ReturnSetInfo *rsinfo, text *worker, int64 ttl, int32 
 	/* As for acquire: a crash must not hand a claim's fence to a second worker. */
 	if (claimed > 0 || marked > 0)
 		fl_commit_durably();
+	*marked_out = marked;
 	return claimed;
+}
+
+/* An internal subtransaction, as PL/pgSQL runs an EXCEPTION block (as wait.c's attempts). */
+typedef struct ClaimSubxact
+{
+	MemoryContext cxt;
+	ResourceOwner owner;
+} ClaimSubxact;
+
+static void
+claim_subxact_end(ClaimSubxact *x, bool commit)
+{
+	MemoryContextSwitchTo(x->cxt);
+	if (commit)
+		ReleaseCurrentSubTransaction();
+	else
+		RollbackAndReleaseCurrentSubTransaction();
+	MemoryContextSwitchTo(x->cxt);
+	CurrentResourceOwner = x->owner;
+}
+
+/*
+ * One attempt of a waiting claim, in a subtransaction rolled back when it changed nothing: a
+ * claim whose UPDATE met a row being changed by another transaction may have locked the newest
+ * version to re-check it, and a waiter must not sleep holding that lock.
+ */
+static int64
+claim_attempt(Oid relid, ReturnSetInfo *rsinfo, text *worker, int64 ttl, int32 max_rows,
+			  Datum *row, bool *rownulls, int64 *marked)
+{
+	ClaimSubxact x;
+	int64 claimed = 0;
+
+	*marked = 0;
+	x.cxt = CurrentMemoryContext;
+	x.owner = CurrentResourceOwner;
+	BeginInternalSubTransaction(NULL);
+	MemoryContextSwitchTo(x.cxt);
+	PG_TRY();
+	{
+		TaskTable *tt = task_table(relid);
+
+		if (SPI_connect() != SPI_OK_CONNECT)
+			elog(ERROR, "SPI_connect failed");
+		claimed = claim_once(tt, rsinfo, worker, ttl, max_rows, row, rownulls, marked);
+		if (SPI_finish() != SPI_OK_FINISH)
+			elog(ERROR, "SPI_finish failed");
+	}
+	PG_CATCH();
+	{
+		claim_subxact_end(&x, false);
+		PG_RE_THROW();
+	}
+	PG_END_TRY();
+	claim_subxact_end(&x, claimed > 0 || *marked > 0);
+	return claimed;
+}
+
+/*
+ * claim(..., wait => ...): claim; when nothing is claimable, wait until a commit makes rows
+ * claimable (taskwait.c) or the deadline passes, trying again at least every
+ * fencelock.claim_recheck.  Returns, without waiting longer, once a claim changed any row (rows
+ * claimed, or rows made dead, whose locks must not be held through a wait).
+ */
+static void
+claim_waiting(Oid relid, ReturnSetInfo *rsinfo, text *worker, int64 ttl, int32 max_rows,
+			  int64 wait_us, Datum *row, bool *rownulls)
+{
+	TimestampTz deadline = GetCurrentTimestamp() + wait_us;
+	TaskTable *tt = task_table(relid);
+	int64 marked;
+
+	if (!tt->has_wake)
+		ereport(ERROR,
+				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+				 errmsg("table \"%s\" has no enabled wake trigger", tt->relname),
+				 errdetail("A waiting claim is woken by trigger %s, which enable_tasks installs "
+						   "since fencelock 0.3.0.",
+						   WAKE_TRIGGER_NAME),
+				 errhint("Run SELECT fencelock.enable_tasks('%s') again.",
+						 quote_qualified_identifier(get_namespace_name(get_rel_namespace(relid)),
+													tt->relname))));
+	if (IsolationUsesXactSnapshot())
+		ereport(ERROR,
+				(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
+				 errmsg("a waiting claim needs the READ COMMITTED isolation level"),
+				 errdetail("With a transaction snapshot, rows committed while it waits stay "
+						   "invisible."),
+				 errhint("Claim in a READ COMMITTED transaction, or leave out wait.")));
+
+	/* Registered before the first look: a commit in between still wakes us. */
+	fl_task_wait_enter(relid, max_rows);
+	PG_TRY();
+	{
+		for (;;)
+		{
+			TimestampTz now;
+
+			if (claim_attempt(relid, rsinfo, worker, ttl, max_rows, row, rownulls, &marked) > 0 ||
+				marked > 0)
+				break;
+			now = GetCurrentTimestamp();
+			if (now >= deadline)
+				break;
+			fl_task_wait_sleep(
+				(long) Min((deadline - now + 999) / 1000, (int64) fencelock_claim_recheck_ms));
+		}
+	}
+	PG_FINALLY();
+	{
+		fl_task_wait_leave();
+	}
+	PG_END_TRY();
 }
 
 Datum
@@ -1782,7 +1977,9 @@ fencelock_claim(PG_FUNCTION_ARGS)
 	TaskTable *tt;
 	Datum *row;
 	bool *rownulls;
-	int64 claimed;
+	int64 marked;
+	int64 wait_us = 0;
+	bool waiting = false;
 
 	if (!OidIsValid(relid))
 		ereport(ERROR, (errcode(ERRCODE_DATATYPE_MISMATCH),
@@ -1800,17 +1997,28 @@ fencelock_claim(PG_FUNCTION_ARGS)
 						errmsg("max_rows must be positive, not %d", max_rows),
 						errhint("Pass a positive number of rows.")));
 
+	/* wait: NULL (or the 0.2.0 signature without it) does not wait. */
+	if (PG_NARGS() > 4 && !PG_ARGISNULL(4))
+	{
+		wait_us = fl_arg_claim_wait(fcinfo, 4);
+		waiting = wait_us > 0;
+	}
+
 	tt = task_table(relid);
 	InitMaterializedSRF(fcinfo, 0);
 	row = palloc(Max(rsinfo->setDesc->natts, 1) * sizeof(Datum));
 	rownulls = palloc(Max(rsinfo->setDesc->natts, 1) * sizeof(bool));
 
+	if (waiting)
+	{
+		claim_waiting(relid, rsinfo, worker, ttl, max_rows, wait_us, row, rownulls);
+		return (Datum) 0;
+	}
 	if (SPI_connect() != SPI_OK_CONNECT)
 		elog(ERROR, "SPI_connect failed");
-	claimed = claim_once(tt, rsinfo, worker, ttl, max_rows, row, rownulls);
+	(void) claim_once(tt, rsinfo, worker, ttl, max_rows, row, rownulls, &marked);
 	if (SPI_finish() != SPI_OK_FINISH)
 		elog(ERROR, "SPI_finish failed");
-	(void) claimed;
 	return (Datum) 0;
 }
 

@@ -1,0 +1,375 @@
+/*
+ * taskwait.c — waking workers that wait in claim(..., wait => ...) when rows become claimable.
+ *
+ * enable_tasks installs a row trigger, AFTER INSERT OR UPDATE ... WHEN (NEW.state = 'ready' and
+ * due), that calls fencelock_task_wake: it counts, per task table and per (sub)transaction, the
+ * rows that became claimable.  Nothing is signalled then: at XACT_EVENT_COMMIT, when the rows
+ * are visible to every new snapshot, the count is handed to the waiters of that table (a rolled
+ * back transaction or subtransaction wakes nobody; PREPARE TRANSACTION hands over nothing, and
+ * the waiters' backstop finds its rows).
+ *
+ * Waiters register in shared memory (one slot per PGPROC: database, table, max_rows, and a ticket
+ * that orders them by arrival).  A commit that made n rows claimable wakes the oldest waiters of
+ * the table, by setting their latch, until their max_rows add up to n: never two workers for one
+ * row.  A waiter sleeps on its latch, ignores latch wake-ups that are not its own, and tries again
+ * at most every fencelock.claim_recheck (the backstop that finds rows no commit announced: leases
+ * that lapsed, run_after reached, rows written before the trigger existed).
+ *
+ * Own shared memory and hooks, chained as session.c does; without shared_preload_libraries the
+ * waiting claim polls every fencelock.claim_recheck.
+ */
+#include "postgres.h"
+
+#include "access/xact.h"
+#include "catalog/partition.h"
+#include "commands/trigger.h"
+#include "fencelock.h"
+#include "miscadmin.h"
+#include "pgstat.h"
+#include "storage/ipc.h"
+#include "storage/latch.h"
+#include "storage/lwlock.h"
+#include "storage/proc.h"
+#include "storage/shmem.h"
+#include "taskwait.h"
+#include "utils/memutils.h"
+#include "utils/rel.h"
+
+PG_FUNCTION_INFO_V1(fencelock_task_wake);
+
+typedef struct TaskWaiter
+{
+	Oid dbid;
+	Oid relid;     /* InvalidOid: the slot is free */
+	int32 max_rows;
+	bool woken;
+	uint64 ticket; /* arrival order */
+} TaskWaiter;
+
+typedef struct TaskWaiters
+{
+	LWLock *lock;
+	uint64 next_ticket;
+	int nslots;
+	TaskWaiter slots[FLEXIBLE_ARRAY_MEMBER]; /* indexed by pgprocno */
+} TaskWaiters;
+
+static TaskWaiters *task_waiters = NULL;
+static shmem_request_hook_type prev_shmem_request_hook = NULL;
+static shmem_startup_hook_type prev_shmem_startup_hook = NULL;
+static bool exit_callback_set = false;
+
+int fencelock_claim_recheck_ms = 1000;
+
+/* Rows made claimable by this transaction, per table and subtransaction level. */
+typedef struct PendingWake
+{
+	Oid relid;   /* the trigger's relation */
+	Oid target;  /* the task table waiters wait on: the root of a partition tree */
+	int level;   /* transaction nesting level */
+	int64 rows;
+} PendingWake;
+
+static PendingWake *pending = NULL;
+static int npending = 0;
+static int maxpending = 0;
+static bool callbacks_set = false;
+
+static int
+task_wait_nslots(void)
+{
+	return MaxBackends + NUM_AUXILIARY_PROCS;
+}
+
+static Size
+task_wait_shmem_size(void)
+{
+	return add_size(offsetof(TaskWaiters, slots), mul_size(task_wait_nslots(), sizeof(TaskWaiter)));
+}
+
+static void
+task_wait_shmem_request(void)
+{
+	if (prev_shmem_request_hook)
+		prev_shmem_request_hook();
+	RequestAddinShmemSpace(task_wait_shmem_size());
+	RequestNamedLWLockTranche("fencelock task waits", 1);
+}
+
+static void
+task_wait_shmem_startup(void)
+{
+	bool found;
+
+	if (prev_shmem_startup_hook)
+		prev_shmem_startup_hook();
+	LWLockAcquire(AddinShmemInitLock, LW_EXCLUSIVE);
+	task_waiters = ShmemInitStruct("fencelock task waits", task_wait_shmem_size(), &found);
+	if (!found)
+	{
+		task_waiters->lock = &(GetNamedLWLockTranche("fencelock task waits"))->lock;
+		task_waiters->next_ticket = 1;
+		task_waiters->nslots = task_wait_nslots();
+		memset(task_waiters->slots, 0, task_waiters->nslots * sizeof(TaskWaiter));
+	}
+	LWLockRelease(AddinShmemInitLock);
+}
+
+/* Called from _PG_init while shared_preload_libraries is being processed. */
+void
+fl_task_wait_shmem_init(void)
+{
+	prev_shmem_request_hook = shmem_request_hook;
+	shmem_request_hook = task_wait_shmem_request;
+	prev_shmem_startup_hook = shmem_startup_hook;
+	shmem_startup_hook = task_wait_shmem_startup;
+}
+
+bool
+fl_task_wait_ready(void)
+{
+	return task_waiters != NULL;
+}
+
+/* ---------------------------------------------------------------------------------------------
+ * Waiters
+ * ---------------------------------------------------------------------------------------------
+ */
+
+static TaskWaiter *
+my_slot(void)
+{
+	Assert(MyProc->pgprocno < task_waiters->nslots);
+	return &task_waiters->slots[MyProc->pgprocno];
+}
+
+static void
+task_wait_exit(int code, Datum arg)
+{
+	fl_task_wait_leave();
+}
+
+/* Register this backend as a waiter on the table (a no-op without shared memory). */
+void
+fl_task_wait_enter(Oid relid, int32 max_rows)
+{
+	TaskWaiter *w;
+
+	if (task_waiters == NULL)
+		return;
+	if (!exit_callback_set)
+	{
+		/* A backend that ends (FATAL) inside a wait must not stay registered. */
+		before_shmem_exit(task_wait_exit, (Datum) 0);
+		exit_callback_set = true;
+	}
+	w = my_slot();
+	LWLockAcquire(task_waiters->lock, LW_EXCLUSIVE);
+	w->dbid = MyDatabaseId;
+	w->relid = relid;
+	w->max_rows = max_rows;
+	w->woken = false;
+	w->ticket = task_waiters->next_ticket++;
+	LWLockRelease(task_waiters->lock);
+}
+
+void
+fl_task_wait_leave(void)
+{
+	TaskWaiter *w;
+
+	if (task_waiters == NULL || MyProc == NULL)
+		return;
+	w = my_slot();
+	if (w->relid == InvalidOid)
+		return;
+	LWLockAcquire(task_waiters->lock, LW_EXCLUSIVE);
+	w->relid = InvalidOid;
+	w->woken = false;
+	LWLockRelease(task_waiters->lock);
+}
+
+/* Whether a commit woke this waiter since the last call; clears the flag. */
+bool
+fl_task_wait_take_wakeup(void)
+{
+	TaskWaiter *w;
+	bool woken;
+
+	if (task_waiters == NULL)
+		return false;
+	w = my_slot();
+	LWLockAcquire(task_waiters->lock, LW_EXCLUSIVE);
+	woken = w->woken;
+	w->woken = false;
+	LWLockRelease(task_waiters->lock);
+	return woken;
+}
+
+/*
+ * Sleep until a commit wakes this waiter or timeout_ms pass.  Latch wake-ups meant for something
+ * else (the latch is shared) do not end the sleep.  Returns whether a commit woke it.
+ */
+bool
+fl_task_wait_sleep(long timeout_ms)
+{
+	TimestampTz end = GetCurrentTimestamp() + (int64) timeout_ms * 1000;
+
+	for (;;)
+	{
+		long left = (long) ((end - GetCurrentTimestamp() + 999) / 1000);
+		int rc;
+
+		if (fl_task_wait_take_wakeup())
+			return true;
+		if (left <= 0)
+			return false;
+		rc = WaitLatch(MyLatch, WL_LATCH_SET | WL_TIMEOUT | WL_EXIT_ON_PM_DEATH, left,
+					   PG_WAIT_EXTENSION);
+		if (rc & WL_LATCH_SET)
+			ResetLatch(MyLatch);
+		CHECK_FOR_INTERRUPTS();
+	}
+}
+
+/*
+ * Wake the oldest waiters of a table until their max_rows cover rows.  Runs after a commit: it
+ * must not fail, so it only takes the lock and sets latches.
+ */
+static void
+task_wake(Oid dbid, Oid relid, int64 rows)
+{
+	int woken[64];
+	int nwoken = 0;
+
+	LWLockAcquire(task_waiters->lock, LW_EXCLUSIVE);
+	while (rows > 0 && nwoken < lengthof(woken))
+	{
+		int best = -1;
+
+		for (int i = 0; i < task_waiters->nslots; i++)
+		{
+			TaskWaiter *w = &task_waiters->slots[i];
+
+			if (w->relid == relid && w->dbid == dbid && !w->woken &&
+				(best < 0 || w->ticket < task_waiters->slots[best].ticket))
+				best = i;
+		}
+		if (best < 0)
+			break;
+		task_waiters->slots[best].woken = true;
+		rows -= Max(task_waiters->slots[best].max_rows, 1);
+		woken[nwoken++] = best;
+	}
+	LWLockRelease(task_waiters->lock);
+	for (int i = 0; i < nwoken; i++)
+		SetLatch(&ProcGlobal->allProcs[woken[i]].procLatch);
+}
+
+/* ---------------------------------------------------------------------------------------------
+ * Wakers: the trigger counts, the commit hands over
+ * ---------------------------------------------------------------------------------------------
+ */
+
+static void
+task_wake_xact_cb(XactEvent event, void *arg)
+{
+	switch (event)
+	{
+		case XACT_EVENT_COMMIT:
+			if (task_waiters != NULL)
+				for (int i = 0; i < npending; i++)
+					task_wake(MyDatabaseId, pending[i].target, pending[i].rows);
+			npending = 0;
+			break;
+		case XACT_EVENT_ABORT:
+		case XACT_EVENT_PREPARE:
+		case XACT_EVENT_PARALLEL_ABORT:
+			npending = 0;
+			break;
+		default:
+			break;
+	}
+}
+
+static void
+task_wake_subxact_cb(SubXactEvent event, SubTransactionId mySubid, SubTransactionId parentSubid,
+					 void *arg)
+{
+	int level = GetCurrentTransactionNestLevel();
+	int n = 0;
+
+	if (event != SUBXACT_EVENT_ABORT_SUB && event != SUBXACT_EVENT_COMMIT_SUB)
+		return;
+	for (int i = 0; i < npending; i++)
+	{
+		if (pending[i].level >= level)
+		{
+			if (event == SUBXACT_EVENT_ABORT_SUB)
+				continue; /* rolled back: its rows are gone */
+			pending[i].level = level - 1;
+		}
+		pending[n++] = pending[i];
+	}
+	npending = n;
+}
+
+/* The table waiters of rel wait on: rel, or the root of its partition tree. */
+static Oid
+wake_target(Relation rel)
+{
+	List *ancestors;
+
+	if (!rel->rd_rel->relispartition)
+		return RelationGetRelid(rel);
+	ancestors = get_partition_ancestors(RelationGetRelid(rel));
+	return ancestors != NIL ? llast_oid(ancestors) : RelationGetRelid(rel);
+}
+
+/* AFTER INSERT OR UPDATE row trigger, WHEN the new row is claimable: count it. */
+Datum
+fencelock_task_wake(PG_FUNCTION_ARGS)
+{
+	TriggerData *td = (TriggerData *) fcinfo->context;
+	Oid relid;
+	int level = GetCurrentTransactionNestLevel();
+	PendingWake *p = NULL;
+
+	if (!CALLED_AS_TRIGGER(fcinfo) || !TRIGGER_FIRED_AFTER(td->tg_event) ||
+		!TRIGGER_FIRED_FOR_ROW(td->tg_event))
+		ereport(ERROR, (errcode(ERRCODE_E_R_I_E_TRIGGER_PROTOCOL_VIOLATED),
+						errmsg("fencelock.task_wake must be called as an AFTER ROW trigger"),
+						errhint("fencelock.enable_tasks installs it.")));
+	relid = RelationGetRelid(td->tg_relation);
+	for (int i = npending - 1; i >= 0; i--)
+		if (pending[i].relid == relid && pending[i].level == level)
+		{
+			p = &pending[i];
+			break;
+		}
+	if (p == NULL)
+	{
+		Oid target = wake_target(td->tg_relation);
+
+		if (!callbacks_set)
+		{
+			RegisterXactCallback(task_wake_xact_cb, NULL);
+			RegisterSubXactCallback(task_wake_subxact_cb, NULL);
+			callbacks_set = true;
+		}
+		if (npending == maxpending)
+		{
+			maxpending = Max(8, maxpending * 2);
+			pending = pending == NULL
+						  ? MemoryContextAlloc(TopMemoryContext, maxpending * sizeof(PendingWake))
+						  : repalloc(pending, maxpending * sizeof(PendingWake));
+		}
+		p = &pending[npending++];
+		p->relid = relid;
+		p->target = target;
+		p->level = level;
+		p->rows = 0;
+	}
+	p->rows++;
+	return PointerGetDatum(NULL);
+}
