@@ -76,6 +76,7 @@ PG_FUNCTION_INFO_V1(fencelock_claim);
 PG_FUNCTION_INFO_V1(fencelock_heartbeat);
 PG_FUNCTION_INFO_V1(fencelock_complete);
 PG_FUNCTION_INFO_V1(fencelock_fail);
+PG_FUNCTION_INFO_V1(fencelock_purge_tasks);
 
 #define TASK_TRIGGER_NAME "fencelock_fence"
 #define WAKE_TRIGGER_NAME "fencelock_wake"
@@ -104,6 +105,7 @@ typedef enum TaskCol
 	COL_PRIORITY,
 	COL_MAX_ATTEMPTS,
 	COL_LAST_ERROR,
+	COL_FINISHED_AT,
 	NUM_TASK_COLS
 } TaskCol;
 
@@ -133,12 +135,17 @@ static const TaskColSpec task_cols[NUM_TASK_COLS] = {
 	{"priority", KIND_INTEGER, false, "integer NOT NULL DEFAULT 0"},
 	{"max_attempts", KIND_INTEGER, false, "integer DEFAULT 5"},
 	{"last_error", KIND_TEXT, false, "text"},
+	{"finished_at", KIND_TIMESTAMPTZ, false, "timestamptz"},
 };
 
 /* Which column plays each part; "" for an optional part the table does not have. */
 typedef struct TaskMap
 {
 	NameData cols[NUM_TASK_COLS];
+	/* fail's backoff policy: the cap is min(max, base * 2^(attempt - 1)) */
+	double backoff_base_s;
+	double backoff_max_s;
+	double backoff_jitter; /* the random share of the delay: 1 full, 0.5 equal, 0 none */
 } TaskMap;
 
 /* The statements kept per table. */
@@ -150,6 +157,7 @@ typedef enum TaskStmt
 	STMT_COMPLETE,
 	STMT_FAIL,
 	STMT_READ, /* the row's relation, fence and state, when a helper's UPDATE matched nothing */
+	STMT_PURGE,
 	NUM_TASK_STMTS
 } TaskStmt;
 
@@ -159,9 +167,13 @@ static const Oid claim_argtypes[] = {TIMESTAMPTZOID, TEXTOID, TIMESTAMPTZOID, IN
 
 /*
  * heartbeat, complete and fail: $1 the primary key (typed as its column), $2 the fence; heartbeat
- * $3 the new deadline; fail $3 the new run_after (NULL: unchanged) and $4 the error.
+ * $3 the new deadline; fail $3 the new run_after (NULL: the policy's, or unchanged), $4 the error,
+ * and the backoff policy: $5 now (NULL: no policy), $6 base and $7 cap in seconds, $8 jitter.
  */
-#define ROW_MAX_NARGS 4
+#define ROW_MAX_NARGS 8
+
+/* purge_tasks: $1 the cutoff, $2 the batch size, $3 whether dead rows go too */
+static const Oid purge_argtypes[] = {TIMESTAMPTZOID, INT8OID, BOOLOID};
 
 typedef struct TaskTable
 {
@@ -178,6 +190,7 @@ typedef struct TaskTable
 	int pos_fence; /* positions among the live columns, for claim's warnings */
 	int pos_attempt;
 	bool has_wake; /* commits that make rows claimable wake waiting claims */
+	TaskMap map;   /* the columns and the backoff policy */
 	int pkpos[INDEX_MAX_KEYS];
 	int nsort; /* claim order: priority, run_after, the key (claim_sort) */
 	int sortpos[INDEX_MAX_KEYS + 2];
@@ -203,7 +216,9 @@ static HTAB *task_tables = NULL;
 static FlStmt map_select = {
 	"SELECT c.state_col, c.lease_owner_col, c.lease_until_col, c.attempt_col, c.fence_col, "
 	" c.run_after_col, c.priority_col, c.max_attempts_col, c.last_error_col, "
-	" c.claim_index "
+	" c.finished_at_col, c.claim_index, "
+	" pg_catalog.date_part('epoch', c.backoff_base), pg_catalog.date_part('epoch', c.backoff_max), "
+	" CASE c.backoff_jitter WHEN 'full' THEN 1.0 WHEN 'equal' THEN 0.5 ELSE 0.0 END::pg_catalog.float8 "
 	"FROM fencelock.task_tables AS c WHERE c.tbl OPERATOR(pg_catalog.=) $1",
 	1,
 	{REGCLASSOID}};
@@ -211,15 +226,19 @@ static FlStmt map_select = {
 static FlStmt map_upsert = {
 	"INSERT INTO fencelock.task_tables AS c (tbl, state_col, lease_owner_col, lease_until_col, "
 	" attempt_col, fence_col, run_after_col, priority_col, max_attempts_col, last_error_col, "
-	" claim_index) VALUES ($1, $2[1], $2[2], $2[3], $2[4], $2[5], $2[6], $2[7], $2[8], $2[9], $3) "
+	" finished_at_col, claim_index, backoff_base, backoff_max, backoff_jitter) "
+	"VALUES ($1, $2[1], $2[2], $2[3], $2[4], $2[5], $2[6], $2[7], $2[8], $2[9], $2[10], $3, $4, $5, "
+	" $6) "
 	"ON CONFLICT (tbl) DO UPDATE SET state_col = excluded.state_col, "
 	" lease_owner_col = excluded.lease_owner_col, lease_until_col = excluded.lease_until_col, "
 	" attempt_col = excluded.attempt_col, fence_col = excluded.fence_col, "
 	" run_after_col = excluded.run_after_col, priority_col = excluded.priority_col, "
 	" max_attempts_col = excluded.max_attempts_col, last_error_col = excluded.last_error_col, "
-	" claim_index = excluded.claim_index",
-	3,
-	{REGCLASSOID, NAMEARRAYOID, NAMEOID}};
+	" finished_at_col = excluded.finished_at_col, claim_index = excluded.claim_index, "
+	" backoff_base = excluded.backoff_base, backoff_max = excluded.backoff_max, "
+	" backoff_jitter = excluded.backoff_jitter",
+	6,
+	{REGCLASSOID, NAMEARRAYOID, NAMEOID, INTERVALOID, INTERVALOID, TEXTOID}};
 
 /* Rows of tables dropped since they were enabled. */
 static FlStmt map_prune = {
@@ -461,7 +480,10 @@ read_map(Oid relid, TaskMap *map, Oid *claim_index)
 		HeapTuple tuple = SPI_tuptable->vals[0];
 		TupleDesc desc = SPI_tuptable->tupdesc;
 		char *index;
+		bool isnull;
 
+		if (desc->natts != NUM_TASK_COLS + 4 || TupleDescAttr(desc, NUM_TASK_COLS + 1)->atttypid != FLOAT8OID)
+			elog(ERROR, "fencelock.task_tables has an unexpected row type");
 		for (int i = 0; i < NUM_TASK_COLS; i++)
 		{
 			char *name = SPI_getvalue(tuple, desc, i + 1);
@@ -472,6 +494,9 @@ read_map(Oid relid, TaskMap *map, Oid *claim_index)
 		index = SPI_getvalue(tuple, desc, NUM_TASK_COLS + 1);
 		if (index != NULL)
 			*claim_index = get_relname_relid(index, get_rel_namespace(relid));
+		map->backoff_base_s = DatumGetFloat8(SPI_getbinval(tuple, desc, NUM_TASK_COLS + 2, &isnull));
+		map->backoff_max_s = DatumGetFloat8(SPI_getbinval(tuple, desc, NUM_TASK_COLS + 3, &isnull));
+		map->backoff_jitter = DatumGetFloat8(SPI_getbinval(tuple, desc, NUM_TASK_COLS + 4, &isnull));
 	}
 	fl_end(&session);
 	return found;
@@ -505,10 +530,7 @@ is_fence_trigger_function(Oid fn)
 	return is_c_function(fn, fencelock_fence_trigger);
 }
 
-/*
- * Whether the table has an enabled AFTER row trigger on INSERT and UPDATE that calls the wake
- * trigger function (its WHEN condition is enable_tasks' own).
- */
+/* Whether the table has an enabled AFTER statement trigger on INSERT and UPDATE that wakes. */
 static bool
 has_wake_trigger(Relation rel)
 {
@@ -518,7 +540,7 @@ has_wake_trigger(Relation rel)
 	{
 		Trigger *tg = &td->triggers[i];
 
-		if (TRIGGER_FOR_ROW(tg->tgtype) && TRIGGER_FOR_AFTER(tg->tgtype) &&
+		if (!TRIGGER_FOR_ROW(tg->tgtype) && TRIGGER_FOR_AFTER(tg->tgtype) &&
 			TRIGGER_FOR_INSERT(tg->tgtype) && TRIGGER_FOR_UPDATE(tg->tgtype) &&
 			(tg->tgenabled == TRIGGER_FIRES_ON_ORIGIN || tg->tgenabled == TRIGGER_FIRES_ALWAYS) &&
 			is_c_function(tg->tgfoid, fencelock_task_wake))
@@ -781,6 +803,8 @@ build_claim_dead(const SqlParts *p)
 	appendStringInfo(&buf, "UPDATE %s AS t SET %s = 'dead', %s = NULL, %s = %s", p->table,
 					 p->col[COL_STATE], p->col[COL_LEASE_UNTIL], p->col[COL_FENCE],
 					 dead_fence(psprintf("GREATEST(t.%s, $4)", p->col[COL_FENCE])));
+	if (p->col[COL_FINISHED_AT])
+		appendStringInfo(&buf, ", %s = pg_catalog.statement_timestamp()", p->col[COL_FINISHED_AT]);
 	if (p->col[COL_LAST_ERROR])
 	{
 		appendStringInfo(&buf, ", %s = CASE WHEN ", p->col[COL_LAST_ERROR]);
@@ -820,6 +844,9 @@ build_row_update(const SqlParts *p, TaskStmt stmt)
 		case STMT_COMPLETE:
 			appendStringInfo(&buf, "%s = 'done', %s = NULL, %s = $2", p->col[COL_STATE],
 							 p->col[COL_LEASE_UNTIL], p->col[COL_FENCE]);
+			if (p->col[COL_FINISHED_AT])
+				appendStringInfo(&buf, ", %s = pg_catalog.statement_timestamp()",
+								 p->col[COL_FINISHED_AT]);
 			break;
 		default:
 			/*
@@ -833,11 +860,28 @@ build_row_update(const SqlParts *p, TaskStmt stmt)
 			append_attempts_used(&buf, p, "t");
 			appendStringInfo(&buf, " THEN %s ELSE $2 END, %s = NULL", dead_fence("$2"),
 							 p->col[COL_LEASE_UNTIL]);
+			/*
+			 * run_after: the explicit backoff ($3), else the table's policy ($5 now, NULL without
+			 * one): min($7, $6 * 2^(attempt - 1)) seconds, of which the share $8 is random.
+			 */
 			if (p->col[COL_RUN_AFTER])
-				appendStringInfo(&buf, ", %s = COALESCE($3, t.%s)", p->col[COL_RUN_AFTER],
-								 p->col[COL_RUN_AFTER]);
+				appendStringInfo(&buf,
+								 ", %s = COALESCE($3, $5 OPERATOR(pg_catalog.+) "
+								 "pg_catalog.make_interval(secs => LEAST($7, $6 "
+								 "OPERATOR(pg_catalog.*) pg_catalog.power(2::pg_catalog.float8, "
+								 "LEAST(GREATEST(COALESCE(t.%s, 1), 1) OPERATOR(pg_catalog.-) 1, "
+								 "60)::pg_catalog.float8)) OPERATOR(pg_catalog.*) "
+								 "(1 OPERATOR(pg_catalog.-) $8 OPERATOR(pg_catalog.+) $8 "
+								 "OPERATOR(pg_catalog.*) pg_catalog.random())), t.%s)",
+								 p->col[COL_RUN_AFTER], p->col[COL_ATTEMPT], p->col[COL_RUN_AFTER]);
 			if (p->col[COL_LAST_ERROR])
 				appendStringInfo(&buf, ", %s = $4", p->col[COL_LAST_ERROR]);
+			if (p->col[COL_FINISHED_AT])
+			{
+				appendStringInfo(&buf, ", %s = CASE WHEN ", p->col[COL_FINISHED_AT]);
+				append_attempts_used(&buf, p, "t");
+				appendStringInfoString(&buf, " THEN pg_catalog.statement_timestamp() END");
+			}
 			break;
 	}
 	appendStringInfo(&buf,
@@ -846,6 +890,46 @@ build_row_update(const SqlParts *p, TaskStmt stmt)
 					 p->pk[0], p->pkeq[0], p->col[COL_FENCE], p->col[COL_STATE]);
 	if (stmt == STMT_FAIL)
 		appendStringInfo(&buf, ", t.%s", p->col[COL_STATE]);
+	return buf.data;
+}
+
+/* Whether the row (alias a) is done, or dead with $3, and finished before $1. */
+static void
+append_finished(StringInfo buf, const SqlParts *p, const char *a)
+{
+	appendStringInfo(buf,
+					 "(%s.%s OPERATOR(pg_catalog.=) 'done' OR ($3 AND %s.%s "
+					 "OPERATOR(pg_catalog.=) 'dead')) AND %s.%s OPERATOR(pg_catalog.<) $1",
+					 a, p->col[COL_STATE], a, p->col[COL_STATE], a, p->col[COL_FINISHED_AT]);
+}
+
+/*
+ * purge_tasks: delete up to $2 rows that are done (and, with $3, dead) and finished before $1,
+ * skipping rows locked by anyone else.  Returns the relation each deleted row was in.
+ */
+static char *
+build_purge(const SqlParts *p)
+{
+	StringInfoData buf;
+
+	initStringInfo(&buf);
+	appendStringInfo(&buf, "DELETE FROM %s AS t WHERE ", p->table);
+	if (p->npk == 1)
+		appendStringInfo(&buf, "t.%s %s ANY (ARRAY(SELECT c.%s", p->pk[0], p->pkeq[0], p->pk[0]);
+	else
+	{
+		appendStringInfoString(&buf, "(");
+		for (int i = 0; i < p->npk; i++)
+			appendStringInfo(&buf, "%st.%s", i > 0 ? ", " : "", p->pk[i]);
+		appendStringInfoString(&buf, ") IN (SELECT ");
+		for (int i = 0; i < p->npk; i++)
+			appendStringInfo(&buf, "%sc.%s", i > 0 ? ", " : "", p->pk[i]);
+	}
+	appendStringInfo(&buf, " FROM %s AS c WHERE ", p->table);
+	append_finished(&buf, p, "c");
+	appendStringInfo(&buf, " LIMIT $2 FOR UPDATE OF c SKIP LOCKED)%s AND ", p->npk == 1 ? ")" : "");
+	append_finished(&buf, p, "t");
+	appendStringInfoString(&buf, " RETURNING t.tableoid");
 	return buf.data;
 }
 
@@ -1086,7 +1170,15 @@ task_table_build(TaskTable *tt)
 	/* The table may have changed since enable_tasks: check it again. */
 	for (int i = 0; i < NUM_TASK_COLS; i++)
 		names[i] = NameStr(map.cols[i])[0] != '\0' ? pstrdup(NameStr(map.cols[i])) : NULL;
-	check_columns(rel, names, false, &map);
+	{
+		TaskMap read = map;
+
+		check_columns(rel, names, false, &map);
+		map.backoff_base_s = read.backoff_base_s;
+		map.backoff_max_s = read.backoff_max_s;
+		map.backoff_jitter = read.backoff_jitter;
+	}
+	tt->map = map;
 	require_fence_trigger(rel, rel, NameStr(map.cols[COL_FENCE]));
 	tt->has_wake = has_wake_trigger(rel);
 
@@ -1151,6 +1243,8 @@ task_table_build(TaskTable *tt)
 			tt->sql[s] = build_row_update(&p, s);
 		tt->sql[STMT_READ] = build_read(&p);
 	}
+	if (p.col[COL_FINISHED_AT])
+		tt->sql[STMT_PURGE] = build_purge(&p);
 
 	MemoryContextSwitchTo(old);
 	table_close(rel, NoLock);
@@ -1249,9 +1343,12 @@ task_run(TaskTable *tt, TaskStmt stmt, int nargs, const Oid *argtypes, Datum *va
 {
 	SPIPlanPtr plan = task_plan(tt, stmt, nargs, argtypes);
 	const char *sql = tt->sql[stmt]; /* kept (retired) until busy is 0 again, like the plan */
+	Oid own = fl_task_own_relid;
 	int rc;
 
 	tt->busy++;
+	/* The wake trigger ignores our statements (fail announces its rows itself). */
+	fl_task_own_relid = tt->relid;
 	PG_TRY();
 	{
 		rc = SPI_execute_plan(plan, values, nulls, false, 0);
@@ -1259,6 +1356,7 @@ task_run(TaskTable *tt, TaskStmt stmt, int nargs, const Oid *argtypes, Datum *va
 	PG_FINALLY();
 	{
 		tt->busy--;
+		fl_task_own_relid = own;
 	}
 	PG_END_TRY();
 	if (rc < 0)
@@ -1416,6 +1514,56 @@ arg_fence(FunctionCallInfo fcinfo, int argno)
  * ---------------------------------------------------------------------------------------------
  */
 
+/*
+ * enable_tasks' backoff_base, backoff_max and backoff_jitter (from argument argno on; their
+ * defaults under the 0.2.0 signature) into values[0..2], checked.
+ */
+static void
+arg_backoff_policy(FunctionCallInfo fcinfo, int argno, Datum *values)
+{
+	Interval *base;
+	Interval *max;
+	char *jitter = "equal";
+	int64 base_us;
+	int64 max_us;
+
+	if (PG_NARGS() < argno + 3)
+	{
+		base = palloc0(sizeof(Interval));
+		base->time = 10 * USECS_PER_SEC;
+		max = palloc0(sizeof(Interval));
+		max->time = USECS_PER_HOUR;
+	}
+	else
+	{
+		require_arg(fcinfo, argno, "backoff_base", "Pass an interval such as '10 seconds'.");
+		require_arg(fcinfo, argno + 1, "backoff_max", "Pass an interval such as '1 hour'.");
+		require_arg(fcinfo, argno + 2, "backoff_jitter", "Pass 'full', 'equal' or 'none'.");
+		base = PG_GETARG_INTERVAL_P(argno);
+		max = PG_GETARG_INTERVAL_P(argno + 1);
+		jitter = text_to_cstring(PG_GETARG_TEXT_PP(argno + 2));
+	}
+	if (!fl_interval_us(base, &base_us) || base_us < 0)
+		ereport(ERROR, (errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+						errmsg("backoff_base must be a non-negative interval"),
+						errhint("Pass an interval such as '10 seconds', or '0' for no delay.")));
+	if (!fl_interval_us(max, &max_us) || max_us < base_us ||
+		max_us > (int64) 100 * 365 * USECS_PER_DAY)
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("backoff_max must be an interval from backoff_base up to 100 years"),
+				 errhint("Pass an interval such as '1 hour'.")));
+	if (strcmp(jitter, "full") != 0 && strcmp(jitter, "equal") != 0 && strcmp(jitter, "none") != 0)
+		ereport(ERROR, (errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+						errmsg("backoff_jitter must be 'full', 'equal' or 'none', not \"%s\"",
+							   jitter),
+						errhint("'full' waits a random time up to the cap, 'equal' at least half "
+								"of it, 'none' exactly the cap.")));
+	values[0] = IntervalPGetDatum(base);
+	values[1] = IntervalPGetDatum(max);
+	values[2] = CStringGetTextDatum(jitter);
+}
+
 static void
 run_ddl(const char *sql)
 {
@@ -1470,12 +1618,13 @@ is_claim_index(Oid indexid, Oid relid, const AttrNumber *keys, int nkeys)
 }
 
 /*
- * The wake trigger (taskwait.c): after a row is inserted, or updated, claimable now (ready, and
- * due), the commit wakes a waiting claim.  Skipped when the installed SQL objects are older than
- * the library (fencelock.task_wake is missing before ALTER EXTENSION fencelock UPDATE).
+ * The wake trigger (taskwait.c): the commit of an INSERT or UPDATE statement on the table (other
+ * than claim's and the helpers') wakes a waiting claim.  Skipped when the installed SQL objects
+ * are older than the library (fencelock.task_wake is missing before ALTER EXTENSION fencelock
+ * UPDATE).
  */
 static void
-create_wake_trigger(const char *qualname, const TaskMap *map)
+create_wake_trigger(const char *qualname)
 {
 	char *nsp = get_namespace_name(extension_schema());
 	Oid fn = LookupFuncName(list_make2(makeString(nsp), makeString("task_wake")), 0, NULL, true);
@@ -1485,15 +1634,9 @@ create_wake_trigger(const char *qualname, const TaskMap *map)
 		return;
 	initStringInfo(&sql);
 	appendStringInfo(&sql,
-					 "CREATE OR REPLACE TRIGGER %s AFTER INSERT OR UPDATE ON %s FOR EACH ROW "
-					 "WHEN (NEW.%s OPERATOR(pg_catalog.=) 'ready'",
-					 WAKE_TRIGGER_NAME, qualname, quote_identifier(NameStr(map->cols[COL_STATE])));
-	if (NameStr(map->cols[COL_RUN_AFTER])[0] != '\0')
-		appendStringInfo(&sql, " AND (NEW.%s IS NULL OR NEW.%s OPERATOR(pg_catalog.<=) "
-							   "pg_catalog.now())",
-						 quote_identifier(NameStr(map->cols[COL_RUN_AFTER])),
-						 quote_identifier(NameStr(map->cols[COL_RUN_AFTER])));
-	appendStringInfo(&sql, ") EXECUTE FUNCTION %s()", quote_qualified_identifier(nsp, "task_wake"));
+					 "CREATE OR REPLACE TRIGGER %s AFTER INSERT OR UPDATE ON %s FOR EACH STATEMENT "
+					 "EXECUTE FUNCTION %s()",
+					 WAKE_TRIGGER_NAME, qualname, quote_qualified_identifier(nsp, "task_wake"));
 	run_ddl(sql.data);
 }
 
@@ -1517,16 +1660,18 @@ fencelock_enable_tasks(PG_FUNCTION_ARGS)
 	bool colnulls[NUM_TASK_COLS];
 	int dims[1] = {NUM_TASK_COLS};
 	int lbs[1] = {1};
-	Datum values[3];
+	Datum values[6];
 	NameData index_name;
 	FlSession session;
 	const char *trigger_fn;
 
 	require_arg(fcinfo, 0, "tbl", "Pass the task table, e.g. 'jobs'.");
 	relid = PG_GETARG_OID(0);
+	arg_backoff_policy(fcinfo, NUM_TASK_COLS + 1, &values[3]);
 	for (int i = 0; i < NUM_TASK_COLS; i++)
 	{
-		if (PG_ARGISNULL(i + 1))
+		/* The 0.2.0 signature has no finished_at_col. */
+		if (i + 1 >= PG_NARGS() || PG_ARGISNULL(i + 1))
 		{
 			if (task_cols[i].required)
 				ereport(ERROR, (errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
@@ -1572,7 +1717,7 @@ fencelock_enable_tasks(PG_FUNCTION_ARGS)
 					 "FUNCTION %s(%s)",
 					 TASK_TRIGGER_NAME, qualname, trigger_fn,
 					 quote_literal_cstr(NameStr(map.cols[COL_FENCE]))));
-	create_wake_trigger(qualname, &map);
+	create_wake_trigger(qualname);
 	if (new_index)
 	{
 		StringInfoData sql;
@@ -1948,8 +2093,13 @@ claim_waiting(Oid relid, ReturnSetInfo *rsinfo, text *worker, int64 ttl, int32 m
 		{
 			TimestampTz now;
 
-			if (claim_attempt(relid, rsinfo, worker, ttl, max_rows, row, rownulls, &marked) > 0 ||
-				marked > 0)
+			int64 claimed = claim_attempt(relid, rsinfo, worker, ttl, max_rows, row, rownulls,
+										  &marked);
+
+			/* A full batch: more rows may be there for the next waiter. */
+			if (claimed == max_rows)
+				fl_task_wake_next(relid);
+			if (claimed > 0 || marked > 0)
 				break;
 			now = GetCurrentTimestamp();
 			if (now >= deadline)
@@ -2080,7 +2230,8 @@ static bool
 row_update(TaskTable *tt, TaskStmt stmt, Datum id, int64 fence, Datum *extra,
 		   const char *extra_nulls, int nextra, char **state)
 {
-	Oid argtypes[ROW_MAX_NARGS] = {tt->pktype, INT8OID, TIMESTAMPTZOID, TEXTOID};
+	Oid argtypes[ROW_MAX_NARGS] = {tt->pktype, INT8OID,   TIMESTAMPTZOID, TEXTOID,
+								   TIMESTAMPTZOID, FLOAT8OID, FLOAT8OID,      FLOAT8OID};
 	Datum values[ROW_MAX_NARGS];
 	char nulls[ROW_MAX_NARGS];
 	TupleDesc rdesc;
@@ -2175,11 +2326,12 @@ fencelock_fail(PG_FUNCTION_ARGS)
 	TaskTable *tt = arg_table(fcinfo, 0);
 	Datum id = arg_id(fcinfo, 1, tt);
 	int64 fence = arg_fence(fcinfo, 2);
-	Datum extra[2] = {(Datum) 0, (Datum) 0};
-	char extra_nulls[2] = {'n', 'n'};
+	Datum extra[6] = {0};
+	char extra_nulls[6] = {'n', 'n', 'n', 'n', 'n', 'n'};
 	Datum state = (Datum) 0;
 	char *old_state;
 	bool updated;
+	bool ready_later; /* a backoff: claimable only after run_after */
 
 	if (!PG_ARGISNULL(3))
 	{
@@ -2209,11 +2361,22 @@ fencelock_fail(PG_FUNCTION_ARGS)
 			DirectFunctionCall2(timestamptz_pl_interval, TimestampTzGetDatum(GetCurrentTimestamp()),
 								IntervalPGetDatum(backoff));
 		extra_nulls[0] = ' ';
+		ready_later = backoff->time > 0 || backoff->day > 0 || backoff->month > 0;
+	}
+	else
+	{
+		ready_later = tt->has[COL_RUN_AFTER] && tt->map.backoff_base_s > 0;
+		/* No backoff given: the table's policy (enable_tasks' backoff_base, _max, _jitter). */
+		extra[2] = TimestampTzGetDatum(GetCurrentTimestamp());
+		extra[3] = Float8GetDatum(tt->map.backoff_base_s);
+		extra[4] = Float8GetDatum(tt->map.backoff_max_s);
+		extra[5] = Float8GetDatum(tt->map.backoff_jitter);
+		memset(extra_nulls + 2, ' ', 4);
 	}
 
 	if (SPI_connect() != SPI_OK_CONNECT)
 		elog(ERROR, "SPI_connect failed");
-	updated = row_update(tt, STMT_FAIL, id, fence, extra, extra_nulls, 2, &old_state);
+	updated = row_update(tt, STMT_FAIL, id, fence, extra, extra_nulls, 6, &old_state);
 	if (updated)
 	{
 		bool isnull;
@@ -2221,6 +2384,11 @@ fencelock_fail(PG_FUNCTION_ARGS)
 		/* The new state, copied out of SPI's memory before SPI_finish. */
 		state = SPI_datumTransfer(
 			SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 2, &isnull), false, -1);
+		/* Ready again at once: its commit wakes a waiting claim. */
+		if (!ready_later && strcmp(TextDatumGetCString(state), "ready") == 0)
+			fl_task_wake_pending(DatumGetObjectId(SPI_getbinval(
+									 SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1, &isnull)),
+								 1);
 	}
 	if (SPI_finish() != SPI_OK_FINISH)
 		elog(ERROR, "SPI_finish failed");
@@ -2228,4 +2396,74 @@ fencelock_fail(PG_FUNCTION_ARGS)
 	if (!updated)
 		PG_RETURN_NULL();
 	PG_RETURN_DATUM(state);
+}
+
+/* ---------------------------------------------------------------------------------------------
+ * purge_tasks
+ * ---------------------------------------------------------------------------------------------
+ */
+
+/*
+ * purge_tasks(tbl, older_than, include_dead, batch_size): delete the rows that finished (done,
+ * and dead with include_dead) more than older_than ago, batch_size rows per statement, skipping
+ * rows that anyone holds locked; returns how many.  Runs as the caller, who needs DELETE on the
+ * table (and UPDATE, for the row locks of SKIP LOCKED).
+ */
+Datum
+fencelock_purge_tasks(PG_FUNCTION_ARGS)
+{
+	TaskTable *tt = arg_table(fcinfo, 0);
+	int64 older_us;
+	int32 batch;
+	Datum values[3];
+	int64 total = 0;
+	uint64 n;
+
+	require_arg(fcinfo, 1, "older_than", "Pass an interval such as '7 days'.");
+	if (!fl_interval_us(PG_GETARG_INTERVAL_P(1), &older_us) || older_us < 0)
+		ereport(ERROR, (errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+						errmsg("older_than must be a non-negative interval"),
+						errhint("Pass an interval such as '7 days'.")));
+	require_arg(fcinfo, 2, "include_dead", "Pass true to delete dead rows too, false not to.");
+	require_arg(fcinfo, 3, "batch_size", "Pass a positive number of rows.");
+	batch = PG_GETARG_INT32(3);
+	if (batch < 1)
+		ereport(ERROR, (errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+						errmsg("batch_size must be positive, not %d", batch),
+						errhint("Pass a positive number of rows, such as 1000.")));
+	if (!tt->has[COL_FINISHED_AT])
+		ereport(ERROR,
+				(errcode(ERRCODE_UNDEFINED_COLUMN),
+				 errmsg("table \"%s\" has no finished_at column", tt->relname),
+				 errdetail("purge_tasks deletes rows by the time they finished, which complete "
+						   "and fail record there."),
+				 errhint("Run ALTER TABLE %s ADD COLUMN finished_at timestamptz, then "
+						 "fencelock.enable_tasks again.",
+						 quote_qualified_identifier(
+							 get_namespace_name(get_rel_namespace(tt->relid)), tt->relname))));
+
+	values[0] = TimestampTzGetDatum(GetCurrentTimestamp() - older_us);
+	values[1] = Int64GetDatum(batch);
+	values[2] = BoolGetDatum(PG_GETARG_BOOL(2));
+	if (SPI_connect() != SPI_OK_CONNECT)
+		elog(ERROR, "SPI_connect failed");
+	do
+	{
+		CHECK_FOR_INTERRUPTS();
+		n = task_run(tt, STMT_PURGE, lengthof(purge_argtypes), purge_argtypes, values, NULL);
+		if (n > 0)
+		{
+			bool isnull;
+
+			check_result_column(tt, SPI_tuptable->tupdesc, 1, OIDOID, -1);
+			for (uint64 r = 0; r < n; r++)
+				check_result_relation(tt, DatumGetObjectId(SPI_getbinval(
+											  SPI_tuptable->vals[r], SPI_tuptable->tupdesc, 1,
+											  &isnull)));
+		}
+		total += n;
+	} while (n == (uint64) batch);
+	if (SPI_finish() != SPI_OK_FINISH)
+		elog(ERROR, "SPI_finish failed");
+	PG_RETURN_INT64(total);
 }

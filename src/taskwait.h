@@ -7,6 +7,7 @@
 #include "postgres.h"
 
 extern int fencelock_claim_recheck_ms;
+extern Oid fl_task_own_relid;
 
 extern void fl_task_wait_shmem_init(void);
 extern bool fl_task_wait_ready(void);
@@ -14,5 +15,7 @@ extern void fl_task_wait_enter(Oid relid, int32 max_rows);
 extern void fl_task_wait_leave(void);
 extern bool fl_task_wait_take_wakeup(void);
 extern bool fl_task_wait_sleep(long timeout_ms);
+extern void fl_task_wake_next(Oid relid);
+extern void fl_task_wake_pending(Oid relid, int64 rows);
 
 #endif /* FENCELOCK_TASKWAIT_H */
