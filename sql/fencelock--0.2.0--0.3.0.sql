@@ -152,6 +152,13 @@ RETURNS trigger
 AS 'MODULE_PATHNAME', 'fencelock_task_wake'
 LANGUAGE C VOLATILE;
 
+-- How many claims wait on a table now; wake-ups delivered to waiting claims since the start.
+CREATE FUNCTION fencelock.task_waiters(tbl pg_catalog.regclass, OUT waiting pg_catalog.int4,
+                                       OUT wakeups pg_catalog.int8)
+RETURNS record
+AS 'MODULE_PATHNAME', 'fencelock_task_waiters'
+LANGUAGE C VOLATILE;
+
 -- finished_at: an optional part of the convention, set by complete and by whatever makes a row
 -- dead; purge_tasks deletes by it.  The backoff policy fail applies when it is given no backoff:
 -- min(backoff_max, backoff_base * 2 ^ (attempt - 1)), of which jitter makes a random share

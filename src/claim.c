@@ -2066,6 +2066,7 @@ claim_waiting(Oid relid, ReturnSetInfo *rsinfo, text *worker, int64 ttl, int32 m
 	TimestampTz deadline = GetCurrentTimestamp() + wait_us;
 	TaskTable *tt = task_table(relid);
 	int64 marked;
+	volatile int64 claimed = 0;
 
 	if (!tt->has_wake)
 		ereport(ERROR,
@@ -2093,12 +2094,7 @@ claim_waiting(Oid relid, ReturnSetInfo *rsinfo, text *worker, int64 ttl, int32 m
 		{
 			TimestampTz now;
 
-			int64 claimed = claim_attempt(relid, rsinfo, worker, ttl, max_rows, row, rownulls,
-										  &marked);
-
-			/* A full batch: more rows may be there for the next waiter. */
-			if (claimed == max_rows)
-				fl_task_wake_next(relid);
+			claimed = claim_attempt(relid, rsinfo, worker, ttl, max_rows, row, rownulls, &marked);
 			if (claimed > 0 || marked > 0)
 				break;
 			now = GetCurrentTimestamp();
@@ -2113,6 +2109,9 @@ claim_waiting(Oid relid, ReturnSetInfo *rsinfo, text *worker, int64 ttl, int32 m
 		fl_task_wait_leave();
 	}
 	PG_END_TRY();
+	/* A full batch: more rows may be there, for the next waiter (not this one: it has left). */
+	if (claimed == max_rows)
+		fl_task_wake_next(relid);
 }
 
 Datum

@@ -30,10 +30,12 @@
  */
 #include "postgres.h"
 
+#include "access/htup_details.h"
 #include "access/xact.h"
 #include "catalog/partition.h"
 #include "commands/trigger.h"
 #include "fencelock.h"
+#include "funcapi.h"
 #include "miscadmin.h"
 #include "pgstat.h"
 #include "storage/ipc.h"
@@ -47,6 +49,7 @@
 #include "utils/rel.h"
 
 PG_FUNCTION_INFO_V1(fencelock_task_wake);
+PG_FUNCTION_INFO_V1(fencelock_task_waiters);
 
 typedef struct TaskWaiter
 {
@@ -61,6 +64,7 @@ typedef struct TaskWaiters
 {
 	LWLock *lock;
 	uint64 next_ticket;
+	uint64 wakeups; /* waiters woken by commits (and by full batches), since the server started */
 	int nslots;
 	TaskWaiter slots[FLEXIBLE_ARRAY_MEMBER]; /* indexed by pgprocno */
 } TaskWaiters;
@@ -123,6 +127,7 @@ task_wait_shmem_startup(void)
 	{
 		task_waiters->lock = &(GetNamedLWLockTranche("fencelock task waits"))->lock;
 		task_waiters->next_ticket = 1;
+		task_waiters->wakeups = 0;
 		task_waiters->nslots = task_wait_nslots();
 		memset(task_waiters->slots, 0, task_waiters->nslots * sizeof(TaskWaiter));
 	}
@@ -283,6 +288,7 @@ task_wake(Oid dbid, Oid relid, int64 rows)
 		if (best < 0)
 			break;
 		task_waiters->slots[best].woken = true;
+		task_waiters->wakeups++;
 		rows -= Max(task_waiters->slots[best].max_rows, 1);
 		woken[nwoken++] = best;
 	}
@@ -404,4 +410,41 @@ fencelock_task_wake(PG_FUNCTION_ARGS)
 	if (RelationGetRelid(td->tg_relation) != fl_task_own_relid)
 		fl_task_wake_pending(RelationGetRelid(td->tg_relation), 1);
 	return PointerGetDatum(NULL);
+}
+
+/*
+ * task_waiters(tbl): the claims waiting on the table now, and the wake-ups delivered to waiting
+ * claims of every table since the server started.
+ */
+Datum
+fencelock_task_waiters(PG_FUNCTION_ARGS)
+{
+	Oid relid;
+	TupleDesc desc;
+	Datum values[2];
+	bool nulls[2] = {false, false};
+	int32 waiting = 0;
+	uint64 wakeups;
+
+	if (PG_ARGISNULL(0))
+		ereport(ERROR, (errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED), errmsg("tbl must not be null"),
+						errhint("Pass the task table, e.g. 'jobs'.")));
+	if (task_waiters == NULL)
+		ereport(ERROR,
+				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+				 errmsg("fencelock must be loaded via shared_preload_libraries to count waiting "
+						"claims"),
+				 errhint("Add fencelock to shared_preload_libraries and restart the server.")));
+	relid = PG_GETARG_OID(0);
+	if (get_call_result_type(fcinfo, NULL, &desc) != TYPEFUNC_COMPOSITE)
+		elog(ERROR, "return type must be a row type");
+	LWLockAcquire(task_waiters->lock, LW_SHARED);
+	for (int i = 0; i < task_waiters->nslots; i++)
+		if (task_waiters->slots[i].relid == relid && task_waiters->slots[i].dbid == MyDatabaseId)
+			waiting++;
+	wakeups = task_waiters->wakeups;
+	LWLockRelease(task_waiters->lock);
+	values[0] = Int32GetDatum(waiting);
+	values[1] = Int64GetDatum((int64) wakeups);
+	PG_RETURN_DATUM(HeapTupleGetDatum(heap_form_tuple(BlessTupleDesc(desc), values, nulls)));
 }
