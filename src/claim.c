@@ -863,6 +863,7 @@ build_row_update(const SqlParts *p, TaskStmt stmt)
 			/*
 			 * run_after: the explicit backoff ($3), else the table's policy ($5 now, NULL without
 			 * one): min($7, $6 * 2^(attempt - 1)) seconds, of which the share $8 is random.
+			 * (OPERATOR(...) binds all alike, left to right: every operation has its parentheses.)
 			 */
 			if (p->col[COL_RUN_AFTER])
 				appendStringInfo(&buf,
@@ -871,8 +872,8 @@ build_row_update(const SqlParts *p, TaskStmt stmt)
 								 "OPERATOR(pg_catalog.*) pg_catalog.power(2::pg_catalog.float8, "
 								 "LEAST(GREATEST(COALESCE(t.%s, 1), 1) OPERATOR(pg_catalog.-) 1, "
 								 "60)::pg_catalog.float8)) OPERATOR(pg_catalog.*) "
-								 "(1 OPERATOR(pg_catalog.-) $8 OPERATOR(pg_catalog.+) $8 "
-								 "OPERATOR(pg_catalog.*) pg_catalog.random())), t.%s)",
+								 "((1 OPERATOR(pg_catalog.-) $8) OPERATOR(pg_catalog.+) ($8 "
+								 "OPERATOR(pg_catalog.*) pg_catalog.random()))), t.%s)",
 								 p->col[COL_RUN_AFTER], p->col[COL_ATTEMPT], p->col[COL_RUN_AFTER]);
 			if (p->col[COL_LAST_ERROR])
 				appendStringInfo(&buf, ", %s = $4", p->col[COL_LAST_ERROR]);
