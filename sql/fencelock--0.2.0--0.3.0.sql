@@ -146,7 +146,7 @@ AS 'MODULE_PATHNAME', 'fencelock_claim'
 LANGUAGE C VOLATILE ROWS 10;
 
 -- The wake trigger enable_tasks installs (AFTER INSERT OR UPDATE FOR EACH STATEMENT): the commit
--- of such a statement (other than claim's and the helpers') wakes a waiting claim.
+-- of an INSERT of claimable rows, or of an UPDATE statement other than claim's and the helpers', wakes waiting claims (two statement triggers, AFTER INSERT with a transition table, and AFTER UPDATE).
 CREATE FUNCTION fencelock.task_wake()
 RETURNS trigger
 AS 'MODULE_PATHNAME', 'fencelock_task_wake'

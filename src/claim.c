@@ -78,8 +78,9 @@ PG_FUNCTION_INFO_V1(fencelock_complete);
 PG_FUNCTION_INFO_V1(fencelock_fail);
 PG_FUNCTION_INFO_V1(fencelock_purge_tasks);
 
-#define TASK_TRIGGER_NAME "fencelock_fence"
-#define WAKE_TRIGGER_NAME "fencelock_wake"
+#define TASK_TRIGGER_NAME        "fencelock_fence"
+#define WAKE_TRIGGER_NAME        "fencelock_wake"
+#define WAKE_INSERT_TRIGGER_NAME "fencelock_wake_insert"
 
 /* The fence trigger's C function (trigger.c): how claim recognises the trigger, whatever its name.
  */
@@ -218,7 +219,8 @@ static FlStmt map_select = {
 	" c.run_after_col, c.priority_col, c.max_attempts_col, c.last_error_col, "
 	" c.finished_at_col, c.claim_index, "
 	" pg_catalog.date_part('epoch', c.backoff_base), pg_catalog.date_part('epoch', c.backoff_max), "
-	" CASE c.backoff_jitter WHEN 'full' THEN 1.0 WHEN 'equal' THEN 0.5 ELSE 0.0 END::pg_catalog.float8 "
+	" CASE c.backoff_jitter WHEN 'full' THEN 1.0 WHEN 'equal' THEN 0.5 ELSE 0.0 "
+	"END::pg_catalog.float8 "
 	"FROM fencelock.task_tables AS c WHERE c.tbl OPERATOR(pg_catalog.=) $1",
 	1,
 	{REGCLASSOID}};
@@ -227,7 +229,8 @@ static FlStmt map_upsert = {
 	"INSERT INTO fencelock.task_tables AS c (tbl, state_col, lease_owner_col, lease_until_col, "
 	" attempt_col, fence_col, run_after_col, priority_col, max_attempts_col, last_error_col, "
 	" finished_at_col, claim_index, backoff_base, backoff_max, backoff_jitter) "
-	"VALUES ($1, $2[1], $2[2], $2[3], $2[4], $2[5], $2[6], $2[7], $2[8], $2[9], $2[10], $3, $4, $5, "
+	"VALUES ($1, $2[1], $2[2], $2[3], $2[4], $2[5], $2[6], $2[7], $2[8], $2[9], $2[10], $3, $4, "
+	"$5, "
 	" $6) "
 	"ON CONFLICT (tbl) DO UPDATE SET state_col = excluded.state_col, "
 	" lease_owner_col = excluded.lease_owner_col, lease_until_col = excluded.lease_until_col, "
@@ -482,7 +485,8 @@ read_map(Oid relid, TaskMap *map, Oid *claim_index)
 		char *index;
 		bool isnull;
 
-		if (desc->natts != NUM_TASK_COLS + 4 || TupleDescAttr(desc, NUM_TASK_COLS + 1)->atttypid != FLOAT8OID)
+		if (desc->natts != NUM_TASK_COLS + 4 ||
+			TupleDescAttr(desc, NUM_TASK_COLS + 1)->atttypid != FLOAT8OID)
 			elog(ERROR, "fencelock.task_tables has an unexpected row type");
 		for (int i = 0; i < NUM_TASK_COLS; i++)
 		{
@@ -494,9 +498,11 @@ read_map(Oid relid, TaskMap *map, Oid *claim_index)
 		index = SPI_getvalue(tuple, desc, NUM_TASK_COLS + 1);
 		if (index != NULL)
 			*claim_index = get_relname_relid(index, get_rel_namespace(relid));
-		map->backoff_base_s = DatumGetFloat8(SPI_getbinval(tuple, desc, NUM_TASK_COLS + 2, &isnull));
+		map->backoff_base_s =
+			DatumGetFloat8(SPI_getbinval(tuple, desc, NUM_TASK_COLS + 2, &isnull));
 		map->backoff_max_s = DatumGetFloat8(SPI_getbinval(tuple, desc, NUM_TASK_COLS + 3, &isnull));
-		map->backoff_jitter = DatumGetFloat8(SPI_getbinval(tuple, desc, NUM_TASK_COLS + 4, &isnull));
+		map->backoff_jitter =
+			DatumGetFloat8(SPI_getbinval(tuple, desc, NUM_TASK_COLS + 4, &isnull));
 	}
 	fl_end(&session);
 	return found;
@@ -530,23 +536,27 @@ is_fence_trigger_function(Oid fn)
 	return is_c_function(fn, fencelock_fence_trigger);
 }
 
-/* Whether the table has an enabled AFTER statement trigger on INSERT and UPDATE that wakes. */
+/* Whether the table has enabled AFTER statement triggers on INSERT and on UPDATE that wake. */
 static bool
 has_wake_trigger(Relation rel)
 {
 	TriggerDesc *td = rel->trigdesc;
+	bool insert = false;
+	bool update = false;
 
 	for (int i = 0; td != NULL && i < td->numtriggers; i++)
 	{
 		Trigger *tg = &td->triggers[i];
 
 		if (!TRIGGER_FOR_ROW(tg->tgtype) && TRIGGER_FOR_AFTER(tg->tgtype) &&
-			TRIGGER_FOR_INSERT(tg->tgtype) && TRIGGER_FOR_UPDATE(tg->tgtype) &&
 			(tg->tgenabled == TRIGGER_FIRES_ON_ORIGIN || tg->tgenabled == TRIGGER_FIRES_ALWAYS) &&
 			is_c_function(tg->tgfoid, fencelock_task_wake))
-			return true;
+		{
+			insert |= TRIGGER_FOR_INSERT(tg->tgtype);
+			update |= TRIGGER_FOR_UPDATE(tg->tgtype);
+		}
 	}
-	return false;
+	return insert && update;
 }
 
 /*
@@ -671,7 +681,8 @@ append_order(StringInfo buf, const SqlParts *p, const char *a)
 	}
 }
 
-/* The rows claim may take ($1 now), over alias a: ready (and due), or running with a lapsed lease. */
+/* The rows claim may take ($1 now), over alias a: ready (and due), or running with a lapsed lease.
+ */
 static void
 append_claimable(StringInfo buf, const SqlParts *p, const char *a)
 {
@@ -778,7 +789,8 @@ build_claim(const SqlParts *p)
 					 "%s = COALESCE(t.%s, 0) OPERATOR(pg_catalog.+) 1, "
 					 "%s = GREATEST(t.%s, $4) OPERATOR(pg_catalog.+) 1 WHERE ",
 					 p->table, p->col[COL_STATE], p->col[COL_LEASE_OWNER], p->col[COL_LEASE_UNTIL],
-					 p->col[COL_ATTEMPT], p->col[COL_ATTEMPT], p->col[COL_FENCE], p->col[COL_FENCE]);
+					 p->col[COL_ATTEMPT], p->col[COL_ATTEMPT], p->col[COL_FENCE],
+					 p->col[COL_FENCE]);
 	append_claim_keys(&buf, p, false);
 	appendStringInfoString(&buf, " AND NOT (");
 	append_exhausted(&buf, p, "t");
@@ -818,10 +830,11 @@ build_claim_dead(const SqlParts *p)
 	append_exhausted(&buf, p, "t");
 	appendStringInfoString(&buf, " OR ");
 	append_attempts_used(&buf, p, "t");
-	appendStringInfo(&buf,
-					 ") RETURNING t.tableoid, t.*, COALESCE(t.%s OPERATOR(pg_catalog.=) " INT64_FORMAT
-					 "::pg_catalog.int8, false) OR COALESCE(t.%s OPERATOR(pg_catalog.>=) %s, false)",
-					 p->col[COL_FENCE], PG_INT64_MAX, p->col[COL_ATTEMPT], p->attempt_max);
+	appendStringInfo(
+		&buf,
+		") RETURNING t.tableoid, t.*, COALESCE(t.%s OPERATOR(pg_catalog.=) " INT64_FORMAT
+		"::pg_catalog.int8, false) OR COALESCE(t.%s OPERATOR(pg_catalog.>=) %s, false)",
+		p->col[COL_FENCE], PG_INT64_MAX, p->col[COL_ATTEMPT], p->attempt_max);
 	return buf.data;
 }
 
@@ -1496,10 +1509,10 @@ fl_arg_claim_wait(FunctionCallInfo fcinfo, int argno)
 		ereport(ERROR, (errcode(ERRCODE_INVALID_PARAMETER_VALUE), errmsg("wait is out of range"),
 						errhint("Wait at most a few hours; statement_timeout also ends a wait.")));
 	if (us < 0)
-		ereport(ERROR, (errcode(ERRCODE_INVALID_PARAMETER_VALUE),
-						errmsg("wait must not be negative"),
-						errhint("Pass an interval such as '30 seconds', or leave wait out not to "
-								"wait.")));
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE), errmsg("wait must not be negative"),
+				 errhint("Pass an interval such as '30 seconds', or leave wait out not to "
+						 "wait.")));
 	return Min(us, (int64) 100 * 365 * USECS_PER_DAY);
 }
 
@@ -1550,16 +1563,15 @@ arg_backoff_policy(FunctionCallInfo fcinfo, int argno, Datum *values)
 						errhint("Pass an interval such as '10 seconds', or '0' for no delay.")));
 	if (!fl_interval_us(max, &max_us) || max_us < base_us ||
 		max_us > (int64) 100 * 365 * USECS_PER_DAY)
+		ereport(ERROR, (errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+						errmsg("backoff_max must be an interval from backoff_base up to 100 years"),
+						errhint("Pass an interval such as '1 hour'.")));
+	if (strcmp(jitter, "full") != 0 && strcmp(jitter, "equal") != 0 && strcmp(jitter, "none") != 0)
 		ereport(ERROR,
 				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
-				 errmsg("backoff_max must be an interval from backoff_base up to 100 years"),
-				 errhint("Pass an interval such as '1 hour'.")));
-	if (strcmp(jitter, "full") != 0 && strcmp(jitter, "equal") != 0 && strcmp(jitter, "none") != 0)
-		ereport(ERROR, (errcode(ERRCODE_INVALID_PARAMETER_VALUE),
-						errmsg("backoff_jitter must be 'full', 'equal' or 'none', not \"%s\"",
-							   jitter),
-						errhint("'full' waits a random time up to the cap, 'equal' at least half "
-								"of it, 'none' exactly the cap.")));
+				 errmsg("backoff_jitter must be 'full', 'equal' or 'none', not \"%s\"", jitter),
+				 errhint("'full' waits a random time up to the cap, 'equal' at least half "
+						 "of it, 'none' exactly the cap.")));
 	values[0] = IntervalPGetDatum(base);
 	values[1] = IntervalPGetDatum(max);
 	values[2] = CStringGetTextDatum(jitter);
@@ -1619,13 +1631,13 @@ is_claim_index(Oid indexid, Oid relid, const AttrNumber *keys, int nkeys)
 }
 
 /*
- * The wake trigger (taskwait.c): the commit of an INSERT or UPDATE statement on the table (other
- * than claim's and the helpers') wakes a waiting claim.  Skipped when the installed SQL objects
- * are older than the library (fencelock.task_wake is missing before ALTER EXTENSION fencelock
- * UPDATE).
+ * The wake triggers (taskwait.c): the commit of an INSERT of claimable rows, or of an UPDATE
+ * statement on the table (other than claim's and the helpers'), wakes waiting claims.  Skipped when
+ * the installed SQL objects are older than the library (fencelock.task_wake is missing before ALTER
+ * EXTENSION fencelock UPDATE).
  */
 static void
-create_wake_trigger(const char *qualname)
+create_wake_trigger(const char *qualname, const TaskMap *map)
 {
 	char *nsp = get_namespace_name(extension_schema());
 	Oid fn = LookupFuncName(list_make2(makeString(nsp), makeString("task_wake")), 0, NULL, true);
@@ -1635,10 +1647,18 @@ create_wake_trigger(const char *qualname)
 		return;
 	initStringInfo(&sql);
 	appendStringInfo(&sql,
-					 "CREATE OR REPLACE TRIGGER %s AFTER INSERT OR UPDATE ON %s FOR EACH STATEMENT "
-					 "EXECUTE FUNCTION %s()",
-					 WAKE_TRIGGER_NAME, qualname, quote_qualified_identifier(nsp, "task_wake"));
+					 "CREATE OR REPLACE TRIGGER %s AFTER INSERT ON %s REFERENCING NEW TABLE AS "
+					 "fencelock_new FOR EACH STATEMENT EXECUTE FUNCTION %s(%s",
+					 WAKE_INSERT_TRIGGER_NAME, qualname,
+					 quote_qualified_identifier(nsp, "task_wake"),
+					 quote_literal_cstr(NameStr(map->cols[COL_STATE])));
+	if (NameStr(map->cols[COL_RUN_AFTER])[0] != '\0')
+		appendStringInfo(&sql, ", %s", quote_literal_cstr(NameStr(map->cols[COL_RUN_AFTER])));
+	appendStringInfoString(&sql, ")");
 	run_ddl(sql.data);
+	run_ddl(psprintf("CREATE OR REPLACE TRIGGER %s AFTER UPDATE ON %s FOR EACH STATEMENT EXECUTE "
+					 "FUNCTION %s()",
+					 WAKE_TRIGGER_NAME, qualname, quote_qualified_identifier(nsp, "task_wake")));
 }
 
 Datum
@@ -1718,7 +1738,7 @@ fencelock_enable_tasks(PG_FUNCTION_ARGS)
 					 "FUNCTION %s(%s)",
 					 TASK_TRIGGER_NAME, qualname, trigger_fn,
 					 quote_literal_cstr(NameStr(map.cols[COL_FENCE]))));
-	create_wake_trigger(qualname);
+	create_wake_trigger(qualname, &map);
 	if (new_index)
 	{
 		StringInfoData sql;
@@ -2023,8 +2043,8 @@ claim_subxact_end(ClaimSubxact *x, bool commit)
  * version to re-check it, and a waiter must not sleep holding that lock.
  */
 static int64
-claim_attempt(Oid relid, ReturnSetInfo *rsinfo, text *worker, int64 ttl, int32 max_rows,
-			  Datum *row, bool *rownulls, int64 *marked)
+claim_attempt(Oid relid, ReturnSetInfo *rsinfo, text *worker, int64 ttl, int32 max_rows, Datum *row,
+			  bool *rownulls, int64 *marked)
 {
 	ClaimSubxact x;
 	int64 claimed = 0;
@@ -2072,20 +2092,19 @@ claim_waiting(Oid relid, ReturnSetInfo *rsinfo, text *worker, int64 ttl, int32 m
 	if (!tt->has_wake)
 		ereport(ERROR,
 				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
-				 errmsg("table \"%s\" has no enabled wake trigger", tt->relname),
-				 errdetail("A waiting claim is woken by trigger %s, which enable_tasks installs "
-						   "since fencelock 0.3.0.",
-						   WAKE_TRIGGER_NAME),
+				 errmsg("table \"%s\" has no enabled wake triggers", tt->relname),
+				 errdetail("A waiting claim is woken by triggers %s and %s, which enable_tasks "
+						   "installs since fencelock 0.3.0.",
+						   WAKE_INSERT_TRIGGER_NAME, WAKE_TRIGGER_NAME),
 				 errhint("Run SELECT fencelock.enable_tasks('%s') again.",
 						 quote_qualified_identifier(get_namespace_name(get_rel_namespace(relid)),
 													tt->relname))));
 	if (IsolationUsesXactSnapshot())
-		ereport(ERROR,
-				(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
-				 errmsg("a waiting claim needs the READ COMMITTED isolation level"),
-				 errdetail("With a transaction snapshot, rows committed while it waits stay "
-						   "invisible."),
-				 errhint("Claim in a READ COMMITTED transaction, or leave out wait.")));
+		ereport(ERROR, (errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
+						errmsg("a waiting claim needs the READ COMMITTED isolation level"),
+						errdetail("With a transaction snapshot, rows committed while it waits stay "
+								  "invisible."),
+						errhint("Claim in a READ COMMITTED transaction, or leave out wait.")));
 
 	/* Registered before the first look: a commit in between still wakes us. */
 	fl_task_wait_enter(relid, max_rows);
@@ -2230,7 +2249,7 @@ static bool
 row_update(TaskTable *tt, TaskStmt stmt, Datum id, int64 fence, Datum *extra,
 		   const char *extra_nulls, int nextra, char **state)
 {
-	Oid argtypes[ROW_MAX_NARGS] = {tt->pktype, INT8OID,   TIMESTAMPTZOID, TEXTOID,
+	Oid argtypes[ROW_MAX_NARGS] = {tt->pktype,     INT8OID,   TIMESTAMPTZOID, TEXTOID,
 								   TIMESTAMPTZOID, FLOAT8OID, FLOAT8OID,      FLOAT8OID};
 	Datum values[ROW_MAX_NARGS];
 	char nulls[ROW_MAX_NARGS];
@@ -2386,9 +2405,9 @@ fencelock_fail(PG_FUNCTION_ARGS)
 			SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 2, &isnull), false, -1);
 		/* Ready again at once: its commit wakes a waiting claim. */
 		if (!ready_later && strcmp(TextDatumGetCString(state), "ready") == 0)
-			fl_task_wake_pending(DatumGetObjectId(SPI_getbinval(
-									 SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1, &isnull)),
-								 1);
+			fl_task_wake_pending(DatumGetObjectId(SPI_getbinval(SPI_tuptable->vals[0],
+																SPI_tuptable->tupdesc, 1, &isnull)),
+								 1, false);
 	}
 	if (SPI_finish() != SPI_OK_FINISH)
 		elog(ERROR, "SPI_finish failed");
@@ -2457,9 +2476,9 @@ fencelock_purge_tasks(PG_FUNCTION_ARGS)
 
 			check_result_column(tt, SPI_tuptable->tupdesc, 1, OIDOID, -1);
 			for (uint64 r = 0; r < n; r++)
-				check_result_relation(tt, DatumGetObjectId(SPI_getbinval(
-											  SPI_tuptable->vals[r], SPI_tuptable->tupdesc, 1,
-											  &isnull)));
+				check_result_relation(
+					tt, DatumGetObjectId(SPI_getbinval(SPI_tuptable->vals[r], SPI_tuptable->tupdesc,
+													   1, &isnull)));
 		}
 		total += n;
 	} while (n == (uint64) batch);

@@ -1,29 +1,30 @@
 /*
  * taskwait.c — waking workers that wait in claim(..., wait => ...) when rows become claimable.
  *
- * enable_tasks installs a statement trigger, AFTER INSERT OR UPDATE ... FOR EACH STATEMENT, that
- * calls fencelock_task_wake: it counts, per task table and per (sub)transaction, the statements
- * that may have made rows claimable.  Not the statements of claim, heartbeat, complete and fail
+ * enable_tasks installs two statement triggers that call fencelock_task_wake.  AFTER INSERT ...
+ * REFERENCING NEW TABLE counts the inserted rows that are claimable (ready, and due: the trigger's
+ * arguments name the state and run_after columns).  AFTER UPDATE counts each UPDATE statement as
+ * one wake-up of unknown size, except the statements of claim, heartbeat, complete and fail
  * themselves (fl_task_own_relid): claim and complete never make a row claimable, and fail
- * announces the row it makes ready and due itself (fl_task_wake_pending).  A row trigger would
- * know each row, but measured 17 000 instructions per UPDATE (its WHEN clause is read from text
- * and compiled for every statement), a third of a claim; the statement trigger costs a few
- * hundred.
+ * announces the row it makes ready at once itself (fl_task_wake_pending).  A row trigger would
+ * know each updated row, but measured 17 000 instructions per UPDATE (its WHEN clause is read
+ * from text and compiled for every statement), a third of a claim; a transition table on UPDATE
+ * would copy every row claim and complete update.
  *
  * Nothing is signalled at trigger time: at XACT_EVENT_COMMIT, when the rows are visible to every
- * new snapshot, the count is handed to the waiters of that table (a rolled-back transaction or
+ * new snapshot, the counts are handed to the waiters of that table (a rolled-back transaction or
  * subtransaction wakes nobody; PREPARE TRANSACTION hands over nothing, and the waiters' backstop
  * finds its rows).
  *
  * Waiters register in shared memory (one slot per PGPROC: database, table, max_rows, and a ticket
- * that orders them by arrival).  A commit wakes the oldest waiter of the table, by setting its
- * latch (one per statement counted, their max_rows adding up to the count): never two workers
- * for one row.  A woken worker that claimed a full max_rows wakes the next waiter at once
- * (fl_task_wake_next), since more rows may be there; one that found nothing sleeps again.  A
- * waiter ignores latch wake-ups that are not its own, and tries again at most every
- * fencelock.claim_recheck (the backstop that finds rows no commit announced: leases that lapsed,
- * run_after reached, rows written straight into a partition, whose statements fire only the
- * partition's own statement triggers).
+ * that orders them by arrival).  A commit that made n rows claimable wakes the oldest waiters of
+ * the table, by setting their latch, until their max_rows add up to n: never two workers for one
+ * row.  An UPDATE's wake-up, of unknown size, wakes one waiter and marks it to pass it on: having
+ * claimed a full max_rows, it wakes the next waiter the same way (fl_task_wake_next), since more
+ * rows may be there.  A waiter ignores latch wake-ups that are not its own, and tries again at
+ * most every fencelock.claim_recheck: the backstop that finds rows no commit announced (leases
+ * that lapsed, run_after reached, rows written straight into a partition, whose statements fire
+ * only the partition's own statement triggers).
  *
  * Own shared memory and hooks, chained as session.c does; without shared_preload_libraries the
  * waiting claim polls every fencelock.claim_recheck.
@@ -36,6 +37,7 @@
 #include "commands/trigger.h"
 #include "fencelock.h"
 #include "funcapi.h"
+#include "parser/parse_relation.h"
 #include "miscadmin.h"
 #include "pgstat.h"
 #include "storage/ipc.h"
@@ -44,9 +46,13 @@
 #include "storage/proc.h"
 #include "storage/shmem.h"
 #include "taskwait.h"
+#include "executor/tuptable.h"
+#include "utils/builtins.h"
 #include "utils/lsyscache.h"
 #include "utils/memutils.h"
 #include "utils/rel.h"
+#include "utils/timestamp.h"
+#include "utils/tuplestore.h"
 
 PG_FUNCTION_INFO_V1(fencelock_task_wake);
 PG_FUNCTION_INFO_V1(fencelock_task_waiters);
@@ -54,9 +60,10 @@ PG_FUNCTION_INFO_V1(fencelock_task_waiters);
 typedef struct TaskWaiter
 {
 	Oid dbid;
-	Oid relid;     /* InvalidOid: the slot is free */
+	Oid relid; /* InvalidOid: the slot is free */
 	int32 max_rows;
 	bool woken;
+	bool pass_on;  /* woken by a wake-up of unknown size: a full batch wakes the next waiter */
 	uint64 ticket; /* arrival order */
 } TaskWaiter;
 
@@ -82,11 +89,15 @@ Oid fl_task_own_relid = InvalidOid;
 /* Rows made claimable by this transaction, per table and subtransaction level. */
 typedef struct PendingWake
 {
-	Oid relid;   /* the trigger's relation */
-	Oid target;  /* the task table waiters wait on: the root of a partition tree */
-	int level;   /* transaction nesting level */
+	Oid relid;    /* the trigger's relation */
+	Oid target;   /* the task table waiters wait on: the root of a partition tree */
+	int level;    /* transaction nesting level */
+	bool unknown; /* UPDATE statements: rows counts statements, not rows */
 	int64 rows;
 } PendingWake;
+
+/* Whether the wake-up this waiter took last was of unknown size (to be passed on). */
+static bool my_pass_on = false;
 
 static PendingWake *pending = NULL;
 static int npending = 0;
@@ -188,7 +199,9 @@ fl_task_wait_enter(Oid relid, int32 max_rows)
 	w->relid = relid;
 	w->max_rows = max_rows;
 	w->woken = false;
+	w->pass_on = false;
 	w->ticket = task_waiters->next_ticket++;
+	my_pass_on = false;
 	LWLockRelease(task_waiters->lock);
 }
 
@@ -220,6 +233,8 @@ fl_task_wait_take_wakeup(void)
 	w = my_slot();
 	LWLockAcquire(task_waiters->lock, LW_EXCLUSIVE);
 	woken = w->woken;
+	if (woken)
+		my_pass_on = w->pass_on;
 	w->woken = false;
 	LWLockRelease(task_waiters->lock);
 	return woken;
@@ -255,19 +270,22 @@ fl_task_wait_sleep(long timeout_ms)
  * Wake the oldest waiters of a table until their max_rows cover rows.  Runs after a commit: it
  * must not fail, so it only takes the lock and sets latches.
  */
-static void
-task_wake(Oid dbid, Oid relid, int64 rows);
+static void task_wake(Oid dbid, Oid relid, int64 rows, bool unknown);
 
-/* A waiter that claimed a full batch: more rows may wait, wake the next waiter. */
+/*
+ * A waiter (gone from the queue) that claimed a full batch: if the wake-up it took was of unknown
+ * size, more rows may be there: pass it on to the next waiter.
+ */
 void
 fl_task_wake_next(Oid relid)
 {
-	if (task_waiters != NULL)
-		task_wake(MyDatabaseId, relid, 1);
+	if (task_waiters != NULL && my_pass_on)
+		task_wake(MyDatabaseId, relid, 1, true);
+	my_pass_on = false;
 }
 
 static void
-task_wake(Oid dbid, Oid relid, int64 rows)
+task_wake(Oid dbid, Oid relid, int64 rows, bool unknown)
 {
 	int woken[64];
 	int nwoken = 0;
@@ -288,6 +306,7 @@ task_wake(Oid dbid, Oid relid, int64 rows)
 		if (best < 0)
 			break;
 		task_waiters->slots[best].woken = true;
+		task_waiters->slots[best].pass_on = unknown;
 		task_waiters->wakeups++;
 		rows -= Max(task_waiters->slots[best].max_rows, 1);
 		woken[nwoken++] = best;
@@ -310,7 +329,7 @@ task_wake_xact_cb(XactEvent event, void *arg)
 		case XACT_EVENT_COMMIT:
 			if (task_waiters != NULL)
 				for (int i = 0; i < npending; i++)
-					task_wake(MyDatabaseId, pending[i].target, pending[i].rows);
+					task_wake(MyDatabaseId, pending[i].target, pending[i].rows, pending[i].unknown);
 			npending = 0;
 			break;
 		case XACT_EVENT_ABORT:
@@ -357,15 +376,18 @@ wake_target(Oid relid)
 	return ancestors != NIL ? llast_oid(ancestors) : relid;
 }
 
-/* Count rows that may have become claimable in relid (the table or a partition of it). */
+/*
+ * Count rows that became claimable in relid (the table or a partition of it); with unknown, rows
+ * counts statements that may have made some claimable.
+ */
 void
-fl_task_wake_pending(Oid relid, int64 rows)
+fl_task_wake_pending(Oid relid, int64 rows, bool unknown)
 {
 	int level = GetCurrentTransactionNestLevel();
 	PendingWake *p = NULL;
 
 	for (int i = npending - 1; i >= 0; i--)
-		if (pending[i].relid == relid && pending[i].level == level)
+		if (pending[i].relid == relid && pending[i].level == level && pending[i].unknown == unknown)
 		{
 			p = &pending[i];
 			break;
@@ -391,24 +413,84 @@ fl_task_wake_pending(Oid relid, int64 rows)
 		p->relid = relid;
 		p->target = target;
 		p->level = level;
+		p->unknown = unknown;
 		p->rows = 0;
 	}
 	p->rows += rows;
 }
 
-/* AFTER INSERT OR UPDATE statement trigger: count the statement, unless it is claim.c's own. */
+/*
+ * The claimable rows among an INSERT's new rows: state 'ready' and, with a run_after column
+ * (the second trigger argument), run_after NULL or reached.
+ */
+static int64
+count_claimable(TriggerData *td)
+{
+	Relation rel = td->tg_relation;
+	Trigger *tg = td->tg_trigger;
+	AttrNumber state_att;
+	AttrNumber run_after_att = InvalidAttrNumber;
+	TupleTableSlot *slot;
+	TimestampTz now = GetCurrentTransactionStartTimestamp();
+	int64 n = 0;
+
+	if (td->tg_newtable == NULL || tg->tgnargs < 1)
+		return 1; /* not as enable_tasks made it: one wake-up of unknown size */
+	state_att = attnameAttNum(rel, tg->tgargs[0], false);
+	if (tg->tgnargs > 1)
+		run_after_att = attnameAttNum(rel, tg->tgargs[1], false);
+	if (state_att <= 0 || (tg->tgnargs > 1 && run_after_att <= 0))
+		return 1; /* a column renamed since: one wake-up (the next enable_tasks fixes the names) */
+	slot = MakeSingleTupleTableSlot(RelationGetDescr(rel), &TTSOpsMinimalTuple);
+	tuplestore_rescan(td->tg_newtable);
+	while (tuplestore_gettupleslot(td->tg_newtable, true, false, slot))
+	{
+		bool isnull;
+		Datum d = slot_getattr(slot, state_att, &isnull);
+		text *state;
+
+		if (isnull)
+			continue;
+		state = DatumGetTextPP(d);
+		if (VARSIZE_ANY_EXHDR(state) != 5 || memcmp(VARDATA_ANY(state), "ready", 5) != 0)
+			continue;
+		if (run_after_att != InvalidAttrNumber)
+		{
+			d = slot_getattr(slot, run_after_att, &isnull);
+			if (!isnull && DatumGetTimestampTz(d) > now)
+				continue;
+		}
+		n++;
+	}
+	ExecDropSingleTupleTableSlot(slot);
+	return n;
+}
+
+/*
+ * The wake triggers: AFTER INSERT (with the new rows as a transition table) counts the rows that
+ * are claimable; AFTER UPDATE counts the statement, unless it is claim.c's own.
+ */
 Datum
 fencelock_task_wake(PG_FUNCTION_ARGS)
 {
 	TriggerData *td = (TriggerData *) fcinfo->context;
+	Oid relid;
 
 	if (!CALLED_AS_TRIGGER(fcinfo) || !TRIGGER_FIRED_AFTER(td->tg_event) ||
 		!TRIGGER_FIRED_FOR_STATEMENT(td->tg_event))
 		ereport(ERROR, (errcode(ERRCODE_E_R_I_E_TRIGGER_PROTOCOL_VIOLATED),
 						errmsg("fencelock.task_wake must be called as an AFTER STATEMENT trigger"),
 						errhint("fencelock.enable_tasks installs it.")));
-	if (RelationGetRelid(td->tg_relation) != fl_task_own_relid)
-		fl_task_wake_pending(RelationGetRelid(td->tg_relation), 1);
+	relid = RelationGetRelid(td->tg_relation);
+	if (TRIGGER_FIRED_BY_INSERT(td->tg_event))
+	{
+		int64 n = count_claimable(td);
+
+		if (n > 0)
+			fl_task_wake_pending(relid, n, td->tg_newtable == NULL || td->tg_trigger->tgnargs < 1);
+	}
+	else if (relid != fl_task_own_relid)
+		fl_task_wake_pending(relid, 1, true);
 	return PointerGetDatum(NULL);
 }
 

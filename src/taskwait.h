@@ -16,6 +16,6 @@ extern void fl_task_wait_leave(void);
 extern bool fl_task_wait_take_wakeup(void);
 extern bool fl_task_wait_sleep(long timeout_ms);
 extern void fl_task_wake_next(Oid relid);
-extern void fl_task_wake_pending(Oid relid, int64 rows);
+extern void fl_task_wake_pending(Oid relid, int64 rows, bool unknown);
 
 #endif /* FENCELOCK_TASKWAIT_H */
