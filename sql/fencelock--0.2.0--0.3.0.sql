@@ -145,8 +145,9 @@ RETURNS SETOF anyelement
 AS 'MODULE_PATHNAME', 'fencelock_claim'
 LANGUAGE C VOLATILE ROWS 10;
 
--- The wake trigger enable_tasks installs (AFTER INSERT OR UPDATE FOR EACH STATEMENT): the commit
--- of an INSERT of claimable rows, or of an UPDATE statement other than claim's and the helpers', wakes waiting claims (two statement triggers, AFTER INSERT with a transition table, and AFTER UPDATE).
+-- The wake triggers enable_tasks installs, AFTER INSERT (with the new rows as a transition table)
+-- and AFTER UPDATE, FOR EACH STATEMENT: the commit of an INSERT of claimable rows, or of an UPDATE
+-- other than claim's and the helpers', wakes waiting claims.
 CREATE FUNCTION fencelock.task_wake()
 RETURNS trigger
 AS 'MODULE_PATHNAME', 'fencelock_task_wake'
