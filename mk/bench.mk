@@ -14,3 +14,8 @@ bench:
 .PHONY: bench-callgrind
 bench-callgrind:
 	bash bench/callgrind.sh
+
+# Waiting claim vs polling (bench/claim_wait.sh): commit-to-claim latency with 8 workers. ~1 minute.
+.PHONY: bench-claim-wait
+bench-claim-wait:
+	bash bench/claim_wait.sh
