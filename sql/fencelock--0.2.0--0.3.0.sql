@@ -201,3 +201,11 @@ CREATE FUNCTION fencelock.purge_tasks(tbl pg_catalog.regclass, older_than pg_cat
 RETURNS pg_catalog.int8
 AS 'MODULE_PATHNAME', 'fencelock_purge_tasks'
 LANGUAGE C VOLATILE;
+
+-- Completes several claimed rows in one statement: ids[i] under exactly fences[i].  Returns how
+-- many are done under their fence; FL001 (and nothing completed) when any row's fence is another.
+CREATE FUNCTION fencelock.complete_all(tbl pg_catalog.regclass, ids anyarray,
+                                       fences pg_catalog.int8[])
+RETURNS pg_catalog.int8
+AS 'MODULE_PATHNAME', 'fencelock_complete_all'
+LANGUAGE C VOLATILE;

@@ -77,6 +77,7 @@ PG_FUNCTION_INFO_V1(fencelock_heartbeat);
 PG_FUNCTION_INFO_V1(fencelock_complete);
 PG_FUNCTION_INFO_V1(fencelock_fail);
 PG_FUNCTION_INFO_V1(fencelock_purge_tasks);
+PG_FUNCTION_INFO_V1(fencelock_complete_all);
 
 #define TASK_TRIGGER_NAME        "fencelock_fence"
 #define WAKE_TRIGGER_NAME        "fencelock_wake"
@@ -159,6 +160,8 @@ typedef enum TaskStmt
 	STMT_FAIL,
 	STMT_READ, /* the row's relation, fence and state, when a helper's UPDATE matched nothing */
 	STMT_PURGE,
+	STMT_COMPLETE_ALL, /* complete_all: the rows of $1 (keys) under $2 (fences) */
+	STMT_READ_ALL,     /* the rows of $1 after complete_all: relation, key's index, fence, state */
 	NUM_TASK_STMTS
 } TaskStmt;
 
@@ -947,6 +950,37 @@ build_purge(const SqlParts *p)
 	return buf.data;
 }
 
+/*
+ * complete_all: complete every row whose key is in $1 that is running under exactly the fence at
+ * the same place in $2 (arrays of the key's type and of bigint); returns each row's relation.
+ */
+static char *
+build_complete_all(const SqlParts *p)
+{
+	StringInfoData buf;
+
+	initStringInfo(&buf);
+	appendStringInfo(&buf, "UPDATE %s AS t SET %s = 'done', %s = NULL, %s = u.f", p->table,
+					 p->col[COL_STATE], p->col[COL_LEASE_UNTIL], p->col[COL_FENCE]);
+	if (p->col[COL_FINISHED_AT])
+		appendStringInfo(&buf, ", %s = pg_catalog.statement_timestamp()", p->col[COL_FINISHED_AT]);
+	appendStringInfo(&buf,
+					 " FROM ROWS FROM (pg_catalog.unnest($1), pg_catalog.unnest($2)) AS u(k, f) "
+					 "WHERE t.%s %s u.k AND t.%s OPERATOR(pg_catalog.=) u.f AND t.%s "
+					 "OPERATOR(pg_catalog.=) 'running' RETURNING t.tableoid",
+					 p->pk[0], p->pkeq[0], p->col[COL_FENCE], p->col[COL_STATE]);
+	return buf.data;
+}
+
+/* The rows of $1 after complete_all: relation, the key's place in $1, fence and state. */
+static char *
+build_read_all(const SqlParts *p)
+{
+	return psprintf("SELECT t.tableoid, u.n, t.%s, t.%s FROM ROWS FROM (pg_catalog.unnest($1)) "
+					"WITH ORDINALITY AS u(k, n), %s AS t WHERE t.%s %s u.k",
+					p->col[COL_FENCE], p->col[COL_STATE], p->table, p->pk[0], p->pkeq[0]);
+}
+
 /* The row with key $1, when a helper's UPDATE matched nothing: its relation, fence and state. */
 static char *
 build_read(const SqlParts *p)
@@ -1256,6 +1290,8 @@ task_table_build(TaskTable *tt)
 		for (int s = STMT_HEARTBEAT; s <= STMT_FAIL; s++)
 			tt->sql[s] = build_row_update(&p, s);
 		tt->sql[STMT_READ] = build_read(&p);
+		tt->sql[STMT_COMPLETE_ALL] = build_complete_all(&p);
+		tt->sql[STMT_READ_ALL] = build_read_all(&p);
 	}
 	if (p.col[COL_FINISHED_AT])
 		tt->sql[STMT_PURGE] = build_purge(&p);
@@ -2485,4 +2521,169 @@ fencelock_purge_tasks(PG_FUNCTION_ARGS)
 	if (SPI_finish() != SPI_OK_FINISH)
 		elog(ERROR, "SPI_finish failed");
 	PG_RETURN_INT64(total);
+}
+
+/* ---------------------------------------------------------------------------------------------
+ * complete_all
+ * ---------------------------------------------------------------------------------------------
+ */
+
+/* An array argument converted to an array of type elemtype (assignment casts), without nulls. */
+static ArrayType *
+arg_array(FunctionCallInfo fcinfo, int argno, const char *what, Oid elemtype)
+{
+	Oid argtype = get_fn_expr_argtype(fcinfo->flinfo, argno);
+	Oid target = get_array_type(elemtype);
+	Datum d;
+	ArrayType *a;
+
+	require_arg(fcinfo, argno, what, "Pass an array with one element per task.");
+	d = PG_GETARG_DATUM(argno);
+	if (argtype != target)
+	{
+		Node *expr =
+			(Node *) makeConst(argtype, -1, get_typcollation(argtype), -1, d, false, false);
+
+		expr = coerce_to_target_type(NULL, expr, argtype, target, -1, COERCION_ASSIGNMENT,
+									 COERCE_IMPLICIT_CAST, -1);
+		if (expr == NULL || !OidIsValid(target))
+			ereport(ERROR, (errcode(ERRCODE_DATATYPE_MISMATCH),
+							errmsg("%s of type %s do not match type %s", what,
+								   format_type_be(argtype), format_type_be(elemtype)),
+							errhint("Pass the %s as a %s array.", what, format_type_be(elemtype))));
+		d = ((Const *) evaluate_expr((Expr *) expr, target, -1, InvalidOid))->constvalue;
+	}
+	a = DatumGetArrayTypeP(d);
+	if (ARR_NDIM(a) > 1)
+		ereport(ERROR, (errcode(ERRCODE_ARRAY_SUBSCRIPT_ERROR),
+						errmsg("%s must be a one-dimensional array", what)));
+	if (array_contains_nulls(a))
+		ereport(ERROR,
+				(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED), errmsg("%s must not contain nulls", what),
+				 errhint("Pass one %s per task.", what)));
+	return a;
+}
+
+/*
+ * complete_all(tbl, ids, fences): complete in one statement every row of ids that is running
+ * under exactly the fence at the same place in fences; returns how many of the rows are done under
+ * their fence now (also those that were already: a retry after a lost reply).  A row whose fence
+ * is another raises FL001, and nothing is completed; rows that do not exist or are not running
+ * are left as they are and not counted.
+ */
+Datum
+fencelock_complete_all(PG_FUNCTION_ARGS)
+{
+	TaskTable *tt = arg_table(fcinfo, 0);
+	ArrayType *ids;
+	ArrayType *fences;
+	int n;
+	Oid argtypes[2];
+	Datum values[2];
+	uint64 updated;
+	int64 done = 0;
+	int64 *fence_of;
+	bool *seen;
+
+	if (tt->npk != 1)
+		ereport(ERROR,
+				(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
+				 errmsg("table \"%s\" has a primary key of %d columns", tt->relname, tt->npk),
+				 errhint("The helpers take a single-column key; write the UPDATE yourself, "
+						 "setting the fence column to the claim's fence.")));
+	ids = arg_array(fcinfo, 1, "ids", tt->pktype);
+	fences = arg_array(fcinfo, 2, "fences", INT8OID);
+	n = ArrayGetNItems(ARR_NDIM(ids), ARR_DIMS(ids));
+	if (n != ArrayGetNItems(ARR_NDIM(fences), ARR_DIMS(fences)))
+		ereport(ERROR, (errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+						errmsg("ids and fences differ in length (%d and %d)", n,
+							   ArrayGetNItems(ARR_NDIM(fences), ARR_DIMS(fences))),
+						errhint("Pass one fence per id, in the same order.")));
+	if (n == 0)
+		PG_RETURN_INT64(0);
+	argtypes[0] = get_array_type(tt->pktype);
+	argtypes[1] = INT8ARRAYOID;
+	values[0] = PointerGetDatum(ids);
+	values[1] = PointerGetDatum(fences);
+
+	if (SPI_connect() != SPI_OK_CONNECT)
+		elog(ERROR, "SPI_connect failed");
+	updated = task_run(tt, STMT_COMPLETE_ALL, 2, argtypes, values, NULL);
+	if (updated > 0)
+	{
+		bool isnull;
+
+		check_result_column(tt, SPI_tuptable->tupdesc, 1, OIDOID, -1);
+		for (uint64 r = 0; r < updated; r++)
+			check_result_relation(
+				tt, DatumGetObjectId(
+						SPI_getbinval(SPI_tuptable->vals[r], SPI_tuptable->tupdesc, 1, &isnull)));
+	}
+	if (updated == (uint64) n)
+	{
+		if (SPI_finish() != SPI_OK_FINISH)
+			elog(ERROR, "SPI_finish failed");
+		PG_RETURN_INT64(n);
+	}
+
+	/* Some rows were not updated: any with another fence is an error; count those done. */
+	fence_of = palloc(n * sizeof(int64));
+	seen = palloc0(n * sizeof(bool));
+	{
+		Datum *elems;
+		bool *nulls;
+		int nelems;
+
+		deconstruct_array(fences, INT8OID, 8, FLOAT8PASSBYVAL, TYPALIGN_DOUBLE, &elems, &nulls,
+						  &nelems);
+		for (int i = 0; i < n; i++)
+			fence_of[i] = DatumGetInt64(elems[i]);
+	}
+	task_run(tt, STMT_READ_ALL, 1, argtypes, values, NULL);
+	{
+		TupleDesc rdesc = SPI_tuptable->tupdesc;
+
+		check_result_column(tt, rdesc, 1, OIDOID, -1);
+		check_result_column(tt, rdesc, 2, INT8OID, -1);
+		check_result_column(tt, rdesc, 3, tt->fence_type, -1);
+		check_result_column(tt, rdesc, 4, tt->state_type, -1);
+		for (uint64 r = 0; r < SPI_processed; r++)
+		{
+			HeapTuple tuple = SPI_tuptable->vals[r];
+			bool isnull;
+			bool fence_null;
+			Oid tableoid = DatumGetObjectId(SPI_getbinval(tuple, rdesc, 1, &isnull));
+			int64 i = DatumGetInt64(SPI_getbinval(tuple, rdesc, 2, &isnull)) - 1;
+			Datum f = SPI_getbinval(tuple, rdesc, 3, &fence_null);
+			Datum st;
+			Datum id;
+
+			check_result_relation(tt, tableoid);
+			if (i < 0 || i >= n)
+				elog(ERROR, "complete_all: ordinality out of range");
+			if (fence_null || DatumGetInt64(f) != fence_of[i])
+			{
+				bool idnull;
+				int16 typlen;
+				bool typbyval;
+				char typalign;
+				int index = (int) i + 1;
+
+				get_typlenbyvalalign(tt->pktype, &typlen, &typbyval, &typalign);
+				id = array_get_element(PointerGetDatum(ids), 1, &index, -1, typlen, typbyval,
+									   typalign, &idnull);
+				wrong_fence(tt, tableoid, id, fence_of[i], fence_null,
+							fence_null ? 0 : DatumGetInt64(f));
+			}
+			st = SPI_getbinval(tuple, rdesc, 4, &isnull);
+			if (!isnull && !seen[i] && strcmp(TextDatumGetCString(st), "done") == 0)
+			{
+				seen[i] = true;
+				done++;
+			}
+		}
+	}
+	if (SPI_finish() != SPI_OK_FINISH)
+		elog(ERROR, "SPI_finish failed");
+	PG_RETURN_INT64(done);
 }
