@@ -2,15 +2,17 @@
  * claim_wait.c — latency from a job's INSERT commit to its claim, with waiting workers or with
  * workers that poll (bench/claim_wait.sh, doc/bench.md "Waiting claim").
  *
- *   claim_wait -m wait|poll [-w workers] [-n jobs] [-i insert interval ms] [-p poll ms]
+ *   claim_wait -m wait|poll|notify [-w workers] [-n jobs] [-i insert interval ms] [-p poll ms]
  *
  * Connection from the libpq environment (PGHOST, PGPORT, PGDATABASE).  A producer inserts jobs
  * one at a time (autocommit) into lat_jobs at a jittered interval and notes the moment each
- * INSERT's commit was acknowledged; the workers claim (waiting, or polling: claim, and when no row
- * came, sleep), note the moment the claim returned, and complete the job.  Prints one line:
+ * INSERT's commit was acknowledged; the workers claim (waiting; polling: claim, and when no row
+ * came, sleep; notify: LISTEN on channel fencelock_jobs, claim, and when no row came, wait for a
+ * notification, at most 1 s), note the moment the claim returned, and complete the job.  Prints one line:
  * jobs, median, p90, p99 and max latency in ms, and the claims that returned no row.
  */
 #include <libpq-fe.h>
+#include <sys/select.h>
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdio.h>
@@ -23,7 +25,7 @@ static int nworkers = 8;
 static int njobs = 400;
 static int interval_ms = 25;
 static int poll_ms = 100;
-static int waiting = 1;
+static int mode = 0; /* 0 wait, 1 poll, 2 notify */
 static double *t_commit;
 static double *t_claim;
 static atomic_int done;
@@ -70,12 +72,14 @@ worker(void *arg)
 	PGconn *c = connect_or_die();
 	char name[32];
 	const char *params[1] = {name};
-	const char *sql = waiting ? "SELECT id, fence FROM fencelock.claim(NULL::lat_jobs, $1, "
-								"'30 seconds', 1, wait => '1 second')"
-							  : "SELECT id, fence FROM fencelock.claim(NULL::lat_jobs, $1, "
-								"'30 seconds', 1)";
+	const char *sql = mode == 0 ? "SELECT id, fence FROM fencelock.claim(NULL::lat_jobs, $1, "
+								  "'30 seconds', 1, wait => '1 second')"
+								: "SELECT id, fence FROM fencelock.claim(NULL::lat_jobs, $1, "
+								  "'30 seconds', 1)";
 
 	snprintf(name, sizeof(name), "w%ld", (long) (size_t) arg);
+	if (mode == 2)
+		PQclear(exec_or_die(c, "LISTEN fencelock_jobs", 0, NULL));
 	while (atomic_load(&done) < njobs)
 	{
 		PGresult *r = exec_or_die(c, sql, 1, params);
@@ -84,8 +88,31 @@ worker(void *arg)
 		{
 			atomic_fetch_add(&empty_claims, 1);
 			PQclear(r);
-			if (!waiting)
+			if (mode == 1)
 				usleep(poll_ms * 1000);
+			else if (mode == 2)
+			{
+				PGnotify *n;
+				int got = 0;
+				fd_set fds;
+				struct timeval tv = {1, 0};
+
+				PQconsumeInput(c);
+				while ((n = PQnotifies(c)) != NULL)
+				{
+					got = 1;
+					PQfreemem(n);
+				}
+				if (!got)
+				{
+					FD_ZERO(&fds);
+					FD_SET(PQsocket(c), &fds);
+					select(PQsocket(c) + 1, &fds, NULL, NULL, &tv);
+					PQconsumeInput(c);
+					while ((n = PQnotifies(c)) != NULL)
+						PQfreemem(n);
+				}
+			}
 			continue;
 		}
 		{
@@ -125,7 +152,7 @@ main(int argc, char **argv)
 		switch (opt)
 		{
 			case 'm':
-				waiting = strcmp(optarg, "wait") == 0;
+				mode = strcmp(optarg, "wait") == 0 ? 0 : strcmp(optarg, "poll") == 0 ? 1 : 2;
 				break;
 			case 'w':
 				nworkers = atoi(optarg);
@@ -140,7 +167,8 @@ main(int argc, char **argv)
 				poll_ms = atoi(optarg);
 				break;
 			default:
-				fprintf(stderr, "usage: claim_wait -m wait|poll [-w N] [-n N] [-i ms] [-p ms]\n");
+				fprintf(stderr,
+						"usage: claim_wait -m wait|poll|notify [-w N] [-n N] [-i ms] [-p ms]\n");
 				return 2;
 		}
 	}

@@ -15,7 +15,7 @@ bench:
 bench-callgrind:
 	bash bench/callgrind.sh
 
-# Waiting claim vs polling (bench/claim_wait.sh): commit-to-claim latency with 8 workers. ~1 minute.
+# Waiting claim vs polling vs LISTEN/NOTIFY (bench/claim_wait.sh): commit-to-claim latency, 8 workers. ~2 minutes.
 .PHONY: bench-claim-wait
 bench-claim-wait:
 	bash bench/claim_wait.sh
