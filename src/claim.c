@@ -216,6 +216,12 @@ typedef struct TaskTable
  */
 static HTAB *task_tables = NULL;
 
+/*
+ * fencelock.task_tables itself: a change of its definition (ALTER EXTENSION ... UPDATE adds
+ * columns) makes every table's statements and mapping be read again.
+ */
+static Oid task_tables_relid = InvalidOid;
+
 /* Statements on fencelock.task_tables, run as the extension's owner. */
 static FlStmt map_select = {
 	"SELECT c.state_col, c.lease_owner_col, c.lease_until_col, c.attempt_col, c.fence_col, "
@@ -245,6 +251,32 @@ static FlStmt map_upsert = {
 	" backoff_jitter = excluded.backoff_jitter",
 	6,
 	{REGCLASSOID, NAMEARRAYOID, NAMEOID, INTERVALOID, INTERVALOID, TEXTOID}};
+
+/*
+ * The same under the 0.2.0 objects (the library installed, ALTER EXTENSION ... UPDATE not run
+ * yet): no finished_at_col, and no backoff policy (-1: fail leaves run_after as 0.2.0 did).
+ */
+static FlStmt map_select_020 = {
+	"SELECT c.state_col, c.lease_owner_col, c.lease_until_col, c.attempt_col, c.fence_col, "
+	" c.run_after_col, c.priority_col, c.max_attempts_col, c.last_error_col, "
+	" NULL::pg_catalog.name, c.claim_index, -1::pg_catalog.float8, -1::pg_catalog.float8, "
+	" -1::pg_catalog.float8 "
+	"FROM fencelock.task_tables AS c WHERE c.tbl OPERATOR(pg_catalog.=) $1",
+	1,
+	{REGCLASSOID}};
+
+static FlStmt map_upsert_020 = {
+	"INSERT INTO fencelock.task_tables AS c (tbl, state_col, lease_owner_col, lease_until_col, "
+	" attempt_col, fence_col, run_after_col, priority_col, max_attempts_col, last_error_col, "
+	" claim_index) VALUES ($1, $2[1], $2[2], $2[3], $2[4], $2[5], $2[6], $2[7], $2[8], $2[9], $3) "
+	"ON CONFLICT (tbl) DO UPDATE SET state_col = excluded.state_col, "
+	" lease_owner_col = excluded.lease_owner_col, lease_until_col = excluded.lease_until_col, "
+	" attempt_col = excluded.attempt_col, fence_col = excluded.fence_col, "
+	" run_after_col = excluded.run_after_col, priority_col = excluded.priority_col, "
+	" max_attempts_col = excluded.max_attempts_col, last_error_col = excluded.last_error_col, "
+	" claim_index = excluded.claim_index",
+	3,
+	{REGCLASSOID, NAMEARRAYOID, NAMEOID}};
 
 /* Rows of tables dropped since they were enabled. */
 static FlStmt map_prune = {
@@ -464,6 +496,20 @@ extension_schema(void)
 }
 
 /*
+ * Whether fencelock.task_tables has the columns of 0.3.0 (finished_at_col, the backoff policy):
+ * between installing this library and ALTER EXTENSION fencelock UPDATE it has those of 0.2.0, and
+ * task tables keep working as they did then.
+ */
+static bool
+task_tables_v030(Oid nsp)
+{
+	Oid rel = get_relname_relid("task_tables", nsp);
+
+	task_tables_relid = rel;
+	return OidIsValid(rel) && get_attnum(rel, "backoff_jitter") != InvalidAttrNumber;
+}
+
+/*
  * Read the table's row of fencelock.task_tables; false when it has none.  *claim_index is the
  * index of the recorded name in the table's schema, if there is one (a name, not a regclass:
  * pg_dump restores the row before it builds the index).
@@ -474,13 +520,14 @@ read_map(Oid relid, TaskMap *map, Oid *claim_index)
 	Datum values[1];
 	FlSession session;
 	bool found;
+	bool v030;
 
 	memset(map, 0, sizeof(*map));
 	*claim_index = InvalidOid;
 	values[0] = ObjectIdGetDatum(relid);
-	extension_schema();
+	v030 = task_tables_v030(extension_schema());
 	fl_begin(&session);
-	found = fl_run(&map_select, values, NULL, true) == 1;
+	found = fl_run(v030 ? &map_select : &map_select_020, values, NULL, true) == 1;
 	if (found)
 	{
 		HeapTuple tuple = SPI_tuptable->vals[0];
@@ -1024,7 +1071,7 @@ task_relcache_cb(Datum arg, Oid relid)
 	hash_seq_init(&status, task_tables);
 	while ((tt = hash_seq_search(&status)) != NULL)
 	{
-		if (relid == InvalidOid || tt->relid == relid)
+		if (relid == InvalidOid || tt->relid == relid || relid == task_tables_relid)
 			tt->valid = false;
 		for (int i = 0; tt->valid && i < tt->nparts; i++)
 			if (tt->parts[i] == relid)
@@ -1834,7 +1881,8 @@ fencelock_enable_tasks(PG_FUNCTION_ARGS)
 	values[2] = NameGetDatum(&index_name);
 
 	fl_begin(&session);
-	fl_run(&map_upsert, values, NULL, false);
+	fl_run(task_tables_v030(extension_schema()) ? &map_upsert : &map_upsert_020, values, NULL,
+		   false);
 	fl_run(&map_prune, NULL, NULL, false);
 	fl_end(&session);
 
@@ -2418,6 +2466,8 @@ fencelock_fail(PG_FUNCTION_ARGS)
 		extra_nulls[0] = ' ';
 		ready_later = backoff->time > 0 || backoff->day > 0 || backoff->month > 0;
 	}
+	else if (tt->map.backoff_max_s < 0)
+		ready_later = false; /* no policy (0.2.0 objects): run_after stays */
 	else
 	{
 		ready_later = tt->has[COL_RUN_AFTER] && tt->map.backoff_base_s > 0;
