@@ -111,6 +111,7 @@ for my $file (sort keys %exists) {
 			next if $path =~ m{^src/(test|include|backend)(/|$)};   # PostgreSQL's own source tree
 			next if $path =~ m{^(bin|scripts|test/chaos)/[\w-]+$} && -e "$path.c"; # a built program
 			next if $path =~ m{/$};
+			next if $path =~ m{(^|/)node_modules/};   # installed by npm ci
 			next if -e $path;
 			my $rel = resolve($file, $path);
 			next if -e $rel;

@@ -3,31 +3,38 @@
 
 set -euo pipefail
 
+. "$(dirname "${BASH_SOURCE[0]}")/pg.sh"
+
+# PG_MAJOR: the major to use (scripts/pg.sh provides it: Debian's 15, a cached source build of 17
+# or 18).  PG_BIN may instead name an installation to use as it is (a private copy); its major is
+# then whatever its pg_config says.
 PG_MAJOR=${PG_MAJOR:-15}
-# PG_BIN may name another installation of the major (a private copy, a source build).
-PG_BIN=${PG_BIN:-/usr/lib/postgresql/$PG_MAJOR/bin}
+FL_PG_BIN_GIVEN=${PG_BIN:+1}
+PG_BIN=${PG_BIN:-$(fl_pg_bindir "$PG_MAJOR")}
 export PATH="$PG_BIN:$PATH"
 
-# Install what a fresh Debian 12 machine lacks (as root); quiet when all is there.
+# Install what a fresh Debian 12 machine lacks (as root) and provide PG_MAJOR (unless PG_BIN was
+# given); quiet when all is there.
 fl_deps() {
-	local want=(postgresql-$PG_MAJOR postgresql-server-dev-$PG_MAJOR libpq-dev gcc make
-		libipc-run-perl pgbouncer "$@")
-	local missing=()
-	for p in "${want[@]}"; do
-		dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'install ok installed' || missing+=("$p")
-	done
-	if [ ${#missing[@]} -gt 0 ]; then
-		echo "== installing ${missing[*]}"
-		[ "$(id -u)" -eq 0 ] || { echo "run as root to install ${missing[*]}" >&2; exit 1; }
-		apt-get update -qq
-		DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
-	fi
+	fl_deps_common "$@"
+	[ -n "$FL_PG_BIN_GIVEN" ] || fl_pg "$PG_MAJOR"
 }
 
-# Build and install the extension (and its tools) with this major's pg_config.
+# fl_deps_common [PKG...]: what every major's run needs besides the server.
+fl_deps_common() {
+	fl_pg_apt_install libpq-dev gcc make libipc-run-perl pgbouncer "$@" || exit 1
+}
+
+# Build and install the extension (and its tools) with this major's pg_config.  FL_COPT adds
+# compiler options (scripts/test.sh: -Werror).
 fl_build() {
 	echo "== building and installing fencelock"
-	make -s PG_CONFIG="$PG_BIN/pg_config" >/dev/null
+	# Objects built for another installation (another major) must not be linked in.
+	if [ "$(cat .fl-built-for 2>/dev/null)" != "$PG_BIN" ]; then
+		make -s PG_CONFIG="$PG_BIN/pg_config" clean >/dev/null
+		echo "$PG_BIN" >.fl-built-for
+	fi
+	make -s PG_CONFIG="$PG_BIN/pg_config" ${FL_COPT:+COPT="$FL_COPT"} >/dev/null
 	make -s PG_CONFIG="$PG_BIN/pg_config" install >/dev/null
 }
 

@@ -1,69 +1,252 @@
 #!/usr/bin/env bash
-# Run the whole test suite: regression (pg_regress), concurrency (isolation tester), crash,
-# failover, dump/restore, pgbouncer and tool tests (TAP), and a short chaos run.  Installs what it
-# needs, builds, and starts its own throwaway cluster as the postgres user.  Exit status 0 only
-# when every suite passed.
+# Run the whole test suite on every supported PostgreSQL major: regression (pg_regress),
+# concurrency (isolation tester), crash, failover, dump/restore, pgbouncer and tool tests (TAP),
+# and a short chaos run.  Installs what it needs, provides each major (scripts/pg.sh: Debian's 15,
+# cached source builds of 17 and 18), builds fencelock with -Werror against each, and starts a
+# throwaway cluster per major as the postgres user.  Exit status 0 only when every suite passed.
+#
+#   bash scripts/test.sh                  the matrix: 15 and 18 everything, 17 regress + isolation
+#   bash scripts/test.sh --pg 18          one major (all its suites); --pg 15,18 for several;
+#                                         --pg all the matrix (also with PG_BIN)
+#   bash scripts/test.sh --suites regress,isolation [--pg ...]   only these suites
+#   PG_BIN=/path/bin bash scripts/test.sh   that installation as it is (its own major) alone; with
+#                                         --pg, it stands in for its major
+#
+# The majors run at the same time, each in its own copy of the tree, its own cluster (port
+# FENCELOCK_TEST_PORT + 0, 1, 2 in matrix order; default 54321) and its own temporary directory.
+# TAP files run FENCELOCK_PROVE_JOBS at a time (default 2).  "-- " lines report progress as parts
+# finish; then every major's full log follows.  A line per part and per major says how
+# it went and how long it took; the closing line sums every major: "fencelock: N passed, M failed".
 cd "$(dirname "$0")/.."
 . scripts/lib.sh
 
-fl_deps
-fl_build
+usage() {
+	sed -n '8,14p' "$0" | sed 's/^# //' >&2
+	exit 2
+}
 
+# The suites each major runs (17: regression and isolation, as the matrix promises).
+fl_suites_of() {
+	case $1 in
+	17) echo "regress isolation" ;;
+	15) echo "regress isolation tap chaos clients" ;;
+	*) echo "regress isolation tap chaos" ;;
+	esac
+}
+
+majors=()
+only_suites=
+while [ $# -gt 0 ]; do
+	case $1 in
+	--pg) [ $# -ge 2 ] || usage; IFS=, read -ra m <<<"$2"; majors+=("${m[@]}"); shift 2 ;;
+	--pg=*) IFS=, read -ra m <<<"${1#--pg=}"; majors+=("${m[@]}"); shift ;;
+	--suites) [ $# -ge 2 ] || usage; only_suites=${2//,/ }; shift 2 ;;
+	--suites=*) only_suites=${1#--suites=}; only_suites=${only_suites//,/ }; shift ;;
+	*) usage ;;
+	esac
+done
+explicit=${majors[*]:+1}
+all=
+if [ "${majors[*]}" = all ]; then # the default matrix, also with PG_BIN
+	majors=()
+	explicit=
+	all=1
+fi
+given_major=
+if [ -n "$FL_PG_BIN_GIVEN" ]; then
+	given_major=$("$PG_BIN/pg_config" --version | sed -n 's/^PostgreSQL \([0-9]*\).*/\1/p')
+	[ -n "$explicit" ] || [ -n "$all" ] || majors=("$given_major")
+fi
+[ ${#majors[@]} -gt 0 ] || majors=($FL_PG_MAJORS)
+
+fl_deps_common
+START=$SECONDS
 work=$(mktemp -d /tmp/fencelock-test.XXXXXX)
 chmod 755 "$work"
-trap 'fl_cluster_stop "$work/pg"; [ -n "${KEEP:-}" ] || rm -rf "$work"' EXIT
-# pg_regress and prove write into the tree: run from a copy the postgres user owns.
-mkdir "$work/tree"
-git ls-files -z --cached --others --exclude-standard | xargs -0 cp --parents -t "$work/tree" 2>/dev/null ||
-	cp -a . "$work/tree"
-[ "$(id -u)" -ne 0 ] || chown -R postgres: "$work"
-fl_cluster_start "$work/pg" "${FENCELOCK_TEST_PORT:-54321}"
+pids=()
+cleanup() {
+	local m
+	for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done
+	for m in "${majors[@]}"; do fl_cluster_stop "$work/pg$m/pg"; done
+	[ -n "${KEEP:-}" ] || rm -rf "$work"
+}
+trap cleanup EXIT
+
+# Durations as 1m05s.
+fl_dur() { printf '%dm%02ds' $(($1 / 60)) $(($1 % 60)); }
+
+# Provide every major first (a source build takes both cores; the suites should not share them
+# with it).  A major the archive does not serve is skipped when it came from the default matrix,
+# loudly, and fails the run when it was asked for.
+declare -A bin
+run=()
+skipped=()
+unprovided=()
+for m in "${majors[@]}"; do
+	t=$SECONDS
+	if [ -n "$given_major" ] && [ "$m" = "$given_major" ]; then
+		bin[$m]=$PG_BIN
+	else
+		status=0
+		fl_pg "$m" || status=$?
+		if [ "$status" -eq 3 ] && [ -z "$explicit" ]; then
+			echo "== pg $m: SKIPPED: the Debian archive does not serve its source package (see above)"
+			skipped+=("$m")
+			continue
+		fi
+		if [ "$status" -ne 0 ]; then
+			echo "== pg $m: FAILED: could not be provided (see above)"
+			unprovided+=("$m")
+			continue
+		fi
+		bin[$m]=$PG_BIN
+	fi
+	run+=("$m")
+	[ $((SECONDS - t)) -lt 5 ] || echo "== pg $m provided in $(fl_dur $((SECONDS - t)))"
+done
+
+# TAP tests of all majors (and of other runs on this machine) reserve ports in one place.
+export PG_TEST_PORT_DIR=/tmp/fencelock-portlock
+mkdir -p "$PG_TEST_PORT_DIR"
+chmod 1777 "$PG_TEST_PORT_DIR" 2>/dev/null || true
+
+# run_major MAJOR BIN PORT: build, start a cluster, run the suites; writes $work/pgMAJOR/result
+# ("passed failed") and, per failure, a line to $work/pgMAJOR/failures.
+run_major() {
+	local major=$1 dir=$work/pg$1 port=$3 passed=0 failed=0 t0=$SECONDS t parts=() s
+	local PG_BIN=$2
+	local PATH="$PG_BIN:$PATH"
+	local tree=$dir/tree
+	: >"$dir/failures"
+	# tally PART STATUS OK BAD SECONDS LOG: one part's counts, time and failures.
+	tally() {
+		passed=$((passed + $3))
+		failed=$((failed + $4))
+		[ "$2" -eq 0 ] || echo "pg $major $1 (see $6)" >>"$dir/failures"
+		parts+=("$1 $(fl_dur "$5")")
+		echo "== pg $major $1: $3 passed, $4 failed ($(fl_dur "$5"))"
+		echo "-- pg $major $1: $3 passed, $4 failed ($(fl_dur "$5"))" >&3 # progress, live
+	}
+	suite() { # suite NAME OKPATTERN FAILPATTERN make-variable-overrides...
+		local name=$1 okp=$2 badp=$3 status=0 t=$SECONDS d ok bad
+		shift 3
+		echo "== pg $major $name"
+		fl_as_pg env PG_TEST_PORT_DIR="$PG_TEST_PORT_DIR" make -C "$tree" -s \
+			PG_CONFIG="$PG_BIN/pg_config" installcheck "$@" >"$dir/$name.log" 2>&1 || status=$?
+		cat "$dir/$name.log"
+		for d in "$tree/regression.diffs" "$tree/output_iso/regression.diffs"; do
+			[ "$status" -eq 0 ] || [ ! -s "$d" ] || { echo "---- $d"; head -200 "$d"; }
+		done
+		rm -f "$tree/regression.diffs"
+		ok=$(grep -cE "$okp" "$dir/$name.log" || true)
+		bad=$(grep -cE "$badp" "$dir/$name.log" || true)
+		if [ "$status" -ne 0 ] && [ "$bad" -eq 0 ]; then bad=1; fi
+		tally "$name" "$status" "$ok" "$bad" $((SECONDS - t)) "$dir/$name.log"
+	}
+	finish() {
+		echo "$passed $failed $(fl_dur $((SECONDS - t0)))" >"$dir/result"
+		local IFS=,
+		echo "${parts[*]}" >"$dir/parts"
+	}
+
+	echo "== pg $major: $("$PG_BIN/pg_config" --version) ($PG_BIN); suites: $4"
+	# Build in a copy of the tree of our own (objects are per major), warnings are errors.
+	t=$SECONDS
+	mkdir -p "$tree"
+	git ls-files -z --cached --others --exclude-standard | xargs -0 cp -d --parents -t "$tree" ||
+		{ rm -rf "$tree" && cp -a . "$tree" && make -s -C "$tree" PG_CONFIG="$PG_BIN/pg_config" clean; }
+	if (cd "$tree" && FL_COPT=-Werror fl_build) >"$dir/build.log" 2>&1; then
+		parts+=("build $(fl_dur $((SECONDS - t)))")
+	else
+		cat "$dir/build.log"
+		tally build 1 0 1 $((SECONDS - t)) "$dir/build.log"
+		finish
+		return
+	fi
+	[ "$(id -u)" -ne 0 ] || chown -R postgres: "$dir"
+	fl_cluster_start "$dir/pg" "$port"
+
+	local ok_re='\.\.\. ok|^ok [0-9]+ ' bad_re='\.\.\. FAILED|failed \(ignored\)|^not ok [0-9]+ '
+	for s in $4; do
+		case $s in
+		# pg_regress: "test x ... ok" up to 15, "ok 1 - x" (TAP style) from 16
+		regress) suite regress "$ok_re" "$bad_re" ISOLATION= TAP_TESTS= ;;
+		isolation) suite isolation "$ok_re" "$bad_re" REGRESS= TAP_TESTS= ;;
+		tap)
+			suite tap '\.\. ok$' '\.\. (Dubious|Failed)|^t.*\.pl \(Wstat' REGRESS= ISOLATION= \
+				PROVE_JOBS="${FENCELOCK_PROVE_JOBS:-2}"
+			;;
+		chaos)
+			[ -f "$tree/test/chaos/run-short.sh" ] || continue
+			echo "== pg $major chaos (short run)"
+			local status=0
+			t=$SECONDS
+			fl_as_pg bash -c "cd '$tree' && make -s PG_CONFIG='$PG_BIN/pg_config' COPT=-Werror chaos >/dev/null &&
+				createdb chaos && psql -X -q -d chaos -c 'CREATE EXTENSION fencelock' &&
+				PGDATABASE=chaos bash test/chaos/run-short.sh" >"$dir/chaos.log" 2>&1 || status=$?
+			cat "$dir/chaos.log"
+			tally chaos "$status" $((status == 0)) $((status != 0)) $((SECONDS - t)) "$dir/chaos.log"
+			;;
+		clients)
+			# The Python and Node examples and the Prometheus exporter (scripts/test-clients.sh),
+			# as root: it installs what it needs.  Counted check by check.
+			echo "== pg $major clients"
+			local status=0 ok bad
+			t=$SECONDS
+			(cd "$tree" && bash scripts/test-clients.sh) >"$dir/clients.log" 2>&1 || status=$?
+			cat "$dir/clients.log"
+			ok=$(grep -cE '^ok [0-9]+ ' "$dir/clients.log" || true)
+			bad=$(grep -cE '^not ok [0-9]+ ' "$dir/clients.log" || true)
+			[ "$status" -eq 0 ] || [ "$bad" -gt 0 ] || bad=1
+			tally clients "$status" "$ok" "$bad" $((SECONDS - t)) "$dir/clients.log"
+			;;
+		esac
+	done
+	fl_cluster_stop "$dir/pg"
+	finish
+}
+
+i=0
+for m in "${run[@]}"; do
+	suites=${only_suites:-$(fl_suites_of "$m")}
+	mkdir -p "$work/pg$m"
+	echo "-- pg $m: running $suites"
+	run_major "$m" "${bin[$m]}" $((${FENCELOCK_TEST_PORT:-54321} + i)) "$suites" 3>&1 >"$work/pg$m/out" 2>&1 &
+	pids+=($!)
+	i=$((i + 1))
+done
+wait "${pids[@]}" || true
+pids=()
+echo "-- every major finished; their logs in full:"
 
 passed=0
 failed=0
 failures=()
-count() { # count SUITE LOG STATUS OKPATTERN FAILPATTERN
-	local ok bad
-	ok=$(grep -cE "$4" "$2" || true)
-	bad=$(grep -cE "$5" "$2" || true)
-	if [ "$3" -ne 0 ] && [ "$bad" -eq 0 ]; then bad=1; fi
-	passed=$((passed + ok))
-	failed=$((failed + bad))
-	[ "$3" -eq 0 ] || failures+=("$1 (see $2)")
-	echo "== $1: $ok passed, $bad failed"
-}
-
-suite() { # suite NAME OKPATTERN FAILPATTERN make-variable-overrides...
-	local name=$1 okp=$2 badp=$3 status=0
-	shift 3
-	echo "== $name"
-	fl_as_pg make -C "$work/tree" -s PG_CONFIG="$PG_BIN/pg_config" installcheck "$@" \
-		>"$work/$name.log" 2>&1 || status=$?
-	cat "$work/$name.log"
-	for d in "$work/tree/regression.diffs" "$work/tree/output_iso/regression.diffs"; do
-		[ "$status" -eq 0 ] || [ ! -s "$d" ] || { echo "---- $d"; head -200 "$d"; }
-	done
-	count "$name" "$work/$name.log" "$status" "$okp" "$badp"
-}
-
-suite regress '\.\.\. ok' '\.\.\. FAILED|failed \(ignored\)' ISOLATION= TAP_TESTS=
-rm -f "$work/tree/regression.diffs"
-suite isolation '\.\.\. ok' '\.\.\. FAILED' REGRESS= TAP_TESTS=
-suite tap '\.\. ok$' '\.\. (Dubious|Failed)|^t.*\.pl \(Wstat' REGRESS= ISOLATION=
-
-if [ -f test/chaos/run-short.sh ]; then
-	echo "== chaos (short run)"
-	if fl_as_pg bash -c "cd '$work/tree' && make -s PG_CONFIG='$PG_BIN/pg_config' chaos >/dev/null &&
-		createdb chaos && psql -X -q -d chaos -c 'CREATE EXTENSION fencelock' &&
-		PGDATABASE=chaos bash test/chaos/run-short.sh" >"$work/chaos.log" 2>&1; then
-		passed=$((passed + 1))
-	else
-		failed=$((failed + 1))
-		failures+=("chaos (see $work/chaos.log)")
-	fi
-	cat "$work/chaos.log"
+summary=()
+for m in "${run[@]}"; do
+	cat "$work/pg$m/out"
+	read -r p f took <"$work/pg$m/result" 2>/dev/null || { p=0 f=1 took=?; }
+	parts=$(sed 's/,/, /g' "$work/pg$m/parts" 2>/dev/null || echo "no result")
+	passed=$((passed + p))
+	failed=$((failed + f))
+	while IFS= read -r l; do failures+=("$l"); done <"$work/pg$m/failures"
+	[ -f "$work/pg$m/result" ] || failures+=("pg $m (no result; see $work/pg$m/out)")
+	summary+=("== pg $m: $p passed, $f failed in $took ($parts)")
+done
+for s in "${summary[@]}"; do echo "$s"; done
+for m in "${skipped[@]}"; do echo "== pg $m: SKIPPED (source package not served by the archive)"; done
+for m in "${unprovided[@]}"; do
+	failed=$((failed + 1))
+	failures+=("pg $m (could not be provided)")
+done
+# Every file, C identifier, SQL function and anchor a comment or document names exists.
+if perl scripts/check-refs.pl; then
+	passed=$((passed + 1))
+else
+	failed=$((failed + 1))
+	failures+=("check-refs (dangling references above)")
 fi
-
+echo "== all majors: $(fl_dur $((SECONDS - START)))"
 if [ ${#failures[@]} -gt 0 ]; then
 	KEEP=1
 	echo "== failed: ${failures[*]} (logs kept in $work)"

@@ -376,7 +376,7 @@ check_columns(Relation rel, const char *const names[NUM_TASK_COLS], bool find_op
 	StringInfoData problems;
 	StringInfoData ddl;
 	const char *hint;
-	bool no_pk = !OidIsValid(RelationGetPrimaryKeyIndex(rel));
+	bool no_pk = !OidIsValid(FL_PRIMARY_KEY_INDEX(rel));
 	Bitmapset *pk_cols = RelationGetIndexAttrBitmap(rel, INDEX_ATTR_BITMAP_PRIMARY_KEY);
 	bool in_pk = false;
 
@@ -1306,7 +1306,7 @@ task_table_build(TaskTable *tt)
 			tt->state_type = att->atttypid;
 	}
 
-	idx = index_open(RelationGetPrimaryKeyIndex(rel), AccessShareLock);
+	idx = index_open(FL_PRIMARY_KEY_INDEX(rel), AccessShareLock);
 	p.npk = idx->rd_index->indnkeyatts;
 	for (int i = 0; i < p.npk; i++)
 	{
@@ -1676,7 +1676,7 @@ run_ddl(const char *sql)
 static int
 claim_index_keys(Relation rel, const TaskMap *map, AttrNumber *keys)
 {
-	Relation pk = index_open(RelationGetPrimaryKeyIndex(rel), AccessShareLock);
+	Relation pk = index_open(FL_PRIMARY_KEY_INDEX(rel), AccessShareLock);
 	int n = 0;
 
 	if (NameStr(map->cols[COL_PRIORITY])[0] != '\0')

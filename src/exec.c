@@ -9,38 +9,234 @@
  */
 #include "postgres.h"
 
+#include "access/genam.h"
+#include "access/htup_details.h"
+#include "access/table.h"
+#include "access/xact.h"
+#include "catalog/dependency.h"
+#include "catalog/indexing.h"
 #include "catalog/namespace.h"
 #include "catalog/pg_class.h"
+#include "catalog/pg_extension.h"
+#include "catalog/pg_namespace.h"
+#include "commands/extension.h"
 #include "fencelock.h"
 #include "miscadmin.h"
+#include "jit/jit.h"
+#include "optimizer/cost.h"
+#include "utils/builtins.h"
+#include "utils/fmgroids.h"
+#include "utils/inval.h"
 #include "utils/lsyscache.h"
+#include "utils/rel.h"
 #include "utils/snapmgr.h"
 #include "utils/syscache.h"
 
 #define FL_SCHEMA "fencelock"
 
 /*
- * The role the statements run as: the owner of fencelock.lease, i.e. the role that created the
- * extension.  Not the schema's owner, which could be another role that created the schema first.
+ * The extension as this backend last found it: its schema (pg_extension.extnamespace), its owner
+ * (pg_extension.extowner) and its table fencelock.lease, all by OID.  The statements name
+ * fencelock.lease, and a name is resolved again whenever a kept plan is rebuilt, so they are run
+ * only while the schema named fencelock is the extension's own schema and belongs to the
+ * extension's owner: then no role below the owner can rename it, or plant a table or a trigger
+ * in it.  Checking that takes two syscache lookups; they are repeated only after an invalidation
+ * of pg_class or pg_namespace that may concern these objects, and pg_extension is read (a scan:
+ * it has no syscache) only when a check fails.
  */
-static Oid
-fl_extension_owner(void)
+typedef struct FlExtension
 {
-	Oid nspid = get_namespace_oid(FL_SCHEMA, false);
-	Oid relid = get_relname_relid("lease", nspid);
+	bool valid; /* the checks below held since the last relevant invalidation */
+	bool found; /* the OIDs below are set */
+	Oid extoid;
+	Oid nspid; /* pg_extension.extnamespace */
+	Oid owner; /* pg_extension.extowner: the role the statements run as */
+	Oid lease_relid;
+	uint32 rel_hash; /* syscache hash values of the two rows, to filter invalidations */
+	uint32 nsp_hash;
+} FlExtension;
+
+static FlExtension fl_ext;
+static bool fl_ext_callbacks;
+
+static void
+fl_ext_invalidate(Datum arg, int cacheid, uint32 hashvalue)
+{
+	uint32 mine = cacheid == RELOID ? fl_ext.rel_hash : fl_ext.nsp_hash;
+
+	if (hashvalue == 0 || !fl_ext.found || hashvalue == mine)
+		fl_ext.valid = false;
+}
+
+/* The extension's owner and schema, read from pg_extension. */
+static void
+fl_ext_lookup(void)
+{
+	Relation rel;
+	SysScanDesc scan;
+	ScanKeyData key;
 	HeapTuple tuple;
+
+	fl_ext.found = false;
+	rel = table_open(ExtensionRelationId, AccessShareLock);
+	ScanKeyInit(&key, Anum_pg_extension_extname, BTEqualStrategyNumber, F_NAMEEQ,
+				CStringGetDatum("fencelock"));
+	scan = systable_beginscan(rel, ExtensionNameIndexId, true, NULL, 1, &key);
+	tuple = systable_getnext(scan);
+	if (HeapTupleIsValid(tuple))
+	{
+		Form_pg_extension ext = (Form_pg_extension) GETSTRUCT(tuple);
+
+		fl_ext.extoid = ext->oid;
+		fl_ext.nspid = ext->extnamespace;
+		fl_ext.owner = ext->extowner;
+		fl_ext.found = true;
+	}
+	systable_endscan(scan);
+	table_close(rel, AccessShareLock);
+
+	if (!fl_ext.found)
+		ereport(ERROR, (errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+						errmsg("extension \"fencelock\" is not installed in this database"),
+						errhint("Run CREATE EXTENSION fencelock in this database.")));
+	fl_ext.lease_relid = get_relname_relid("lease", fl_ext.nspid);
+	if (!OidIsValid(fl_ext.lease_relid))
+	{
+		fl_ext.found = false;
+		ereport(ERROR, (errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+						errmsg("table \"lease\" of extension \"fencelock\" does not exist"),
+						errhint("Drop and create the extension again.")));
+	}
+	fl_ext.rel_hash = GetSysCacheHashValue1(RELOID, ObjectIdGetDatum(fl_ext.lease_relid));
+	fl_ext.nsp_hash = GetSysCacheHashValue1(NAMESPACEOID, ObjectIdGetDatum(fl_ext.nspid));
+}
+
+/*
+ * Whether the cached OIDs still describe the extension: its table is still called lease and lives
+ * in its schema, and that schema is still called fencelock and belongs to the extension's owner.
+ * Any other answer sends us back to pg_extension.
+ */
+static bool
+fl_ext_still_holds(void)
+{
+	HeapTuple tuple;
+	bool ok;
+
+	tuple = SearchSysCache1(RELOID, ObjectIdGetDatum(fl_ext.lease_relid));
+	if (!HeapTupleIsValid(tuple))
+		return false;
+	ok = ((Form_pg_class) GETSTRUCT(tuple))->relnamespace == fl_ext.nspid &&
+		 strcmp(NameStr(((Form_pg_class) GETSTRUCT(tuple))->relname), "lease") == 0 &&
+		 ((Form_pg_class) GETSTRUCT(tuple))->relowner == fl_ext.owner;
+	ReleaseSysCache(tuple);
+	if (!ok)
+		return false;
+	tuple = SearchSysCache1(NAMESPACEOID, ObjectIdGetDatum(fl_ext.nspid));
+	if (!HeapTupleIsValid(tuple))
+		return false;
+	ok = strcmp(NameStr(((Form_pg_namespace) GETSTRUCT(tuple))->nspname), FL_SCHEMA) == 0 &&
+		 ((Form_pg_namespace) GETSTRUCT(tuple))->nspowner == fl_ext.owner;
+	ReleaseSysCache(tuple);
+	return ok;
+}
+
+static Oid
+fl_namespace_owner(Oid nspid)
+{
+	HeapTuple tuple = SearchSysCache1(NAMESPACEOID, ObjectIdGetDatum(nspid));
 	Oid owner;
 
-	if (!OidIsValid(relid))
-		ereport(ERROR, (errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
-						errmsg("table fencelock.lease does not exist"),
-						errhint("Run CREATE EXTENSION fencelock in this database.")));
-	tuple = SearchSysCache1(RELOID, ObjectIdGetDatum(relid));
+	if (!HeapTupleIsValid(tuple))
+		elog(ERROR, "cache lookup failed for namespace %u", nspid);
+	owner = ((Form_pg_namespace) GETSTRUCT(tuple))->nspowner;
+	ReleaseSysCache(tuple);
+	return owner;
+}
+
+static Oid
+fl_rel_owner(Oid relid)
+{
+	HeapTuple tuple = SearchSysCache1(RELOID, ObjectIdGetDatum(relid));
+	Oid owner;
+
 	if (!HeapTupleIsValid(tuple))
 		elog(ERROR, "cache lookup failed for relation %u", relid);
 	owner = ((Form_pg_class) GETSTRUCT(tuple))->relowner;
 	ReleaseSysCache(tuple);
 	return owner;
+}
+
+/* Refuse to run when the schema the statements name is not the extension's own, owned by it. */
+static void
+fl_ext_check(void)
+{
+	Oid named = get_namespace_oid(FL_SCHEMA, true);
+	Oid nspowner;
+	char *owner_name = GetUserNameFromId(fl_ext.owner, false);
+
+	if (named != fl_ext.nspid)
+		ereport(
+			ERROR,
+			(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+			 errmsg("schema \"%s\" is not the schema of extension \"fencelock\"", FL_SCHEMA),
+			 errdetail("The extension was installed in schema \"%s\".",
+					   get_namespace_name(fl_ext.nspid)),
+			 errhint("Rename the extension's schema back to \"%s\" as a superuser.", FL_SCHEMA)));
+	nspowner = fl_namespace_owner(fl_ext.nspid);
+	if (nspowner != fl_ext.owner)
+		ereport(ERROR,
+				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+				 errmsg("schema \"%s\" is owned by role \"%s\", not by role \"%s\", the owner of "
+						"extension \"fencelock\"",
+						FL_SCHEMA, GetUserNameFromId(nspowner, false), owner_name),
+				 errdetail("The owner of the schema could rename it or create objects in it, and "
+						   "fencelock runs its statements as the extension's owner."),
+				 errhint("Run ALTER SCHEMA %s OWNER TO %s as a superuser.", FL_SCHEMA,
+						 quote_identifier(owner_name))));
+	if (get_rel_relkind(fl_ext.lease_relid) != RELKIND_RELATION ||
+		getExtensionOfObject(RelationRelationId, fl_ext.lease_relid) != fl_ext.extoid ||
+		fl_rel_owner(fl_ext.lease_relid) != fl_ext.owner)
+		ereport(ERROR,
+				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+				 errmsg("table fencelock.lease is not the extension's own table owned by role "
+						"\"%s\"",
+						owner_name),
+				 errhint("Drop and create the extension again.")));
+}
+
+/*
+ * The role the statements run as: the extension's owner, once the checks above hold.  Not the
+ * schema's owner as such: the schema must belong to the extension's owner, or nothing runs.
+ */
+static Oid
+fl_extension_owner(void)
+{
+	if (fl_ext.valid)
+		return fl_ext.owner;
+	if (!fl_ext_callbacks)
+	{
+		CacheRegisterSyscacheCallback(RELOID, fl_ext_invalidate, (Datum) 0);
+		CacheRegisterSyscacheCallback(NAMESPACEOID, fl_ext_invalidate, (Datum) 0);
+		fl_ext_callbacks = true;
+	}
+	if (!fl_ext.found || !fl_ext_still_holds())
+	{
+		fl_ext_lookup();
+		fl_ext_check();
+	}
+	fl_ext.valid = true;
+	return fl_ext.owner;
+}
+
+/*
+ * The extension's lease table, after the same checks as fl_begin: for code that reads it
+ * directly, without a statement (leasebound.c).
+ */
+Oid
+fl_lease_relid(void)
+{
+	(void) fl_extension_owner();
+	return fl_ext.lease_relid;
 }
 
 /* Connect to SPI and act as the extension's owner until fl_end. */
@@ -67,12 +263,24 @@ fl_end(FlSession *session)
 		elog(ERROR, "SPI_finish failed");
 }
 
+/*
+ * Kept plans are generic plans (planned once, not per call: the statements look rows up by their
+ * key) and are built with sequential scans disabled, so that they use the key's index whatever the
+ * statistics said when they were built: a plan made while fencelock.lease had one page would
+ * otherwise scan the table on every call for the rest of the session, however large it grew.  A
+ * plan is built, and rebuilt after an invalidation, only inside SPI_execute_plan, so the setting is
+ * switched off around each execution.  It is a plain variable; the planner reads it.  So is
+ * jit: where a sequential scan is the only path (a one-row table, purge), its cost is raised to
+ * disable_cost, which would otherwise make the planner compile the statement on every call.  These
+ * statements touch a row or two; they never gain from JIT.
+ */
 static SPIPlanPtr
 fl_plan(FlStmt *stmt)
 {
 	if (stmt->plan == NULL)
 	{
-		SPIPlanPtr plan = SPI_prepare(stmt->sql, stmt->nargs, stmt->argtypes);
+		SPIPlanPtr plan =
+			SPI_prepare_cursor(stmt->sql, stmt->nargs, stmt->argtypes, CURSOR_OPT_GENERIC_PLAN);
 
 		if (plan == NULL)
 			elog(ERROR, "SPI_prepare failed for \"%s\": %s", stmt->sql,
@@ -93,11 +301,38 @@ fl_check(FlStmt *stmt, int rc)
 	return SPI_processed;
 }
 
+static int
+fl_execute(FlStmt *stmt, Datum *values, const char *nulls, bool read_only, Snapshot snapshot)
+{
+	SPIPlanPtr plan = fl_plan(stmt);
+	bool save_seqscan = enable_seqscan;
+	bool save_jit = jit_enabled;
+	int rc;
+
+	enable_seqscan = false;
+	jit_enabled = false;
+	PG_TRY();
+	{
+		if (snapshot != InvalidSnapshot)
+			rc = SPI_execute_snapshot(plan, values, nulls, snapshot, InvalidSnapshot, true, false,
+									  0);
+		else
+			rc = SPI_execute_plan(plan, values, nulls, read_only, 0);
+	}
+	PG_FINALLY();
+	{
+		enable_seqscan = save_seqscan;
+		jit_enabled = save_jit;
+	}
+	PG_END_TRY();
+	return rc;
+}
+
 /* Run a prepared statement; returns the number of rows processed. */
 uint64
 fl_run(FlStmt *stmt, Datum *values, const char *nulls, bool read_only)
 {
-	return fl_check(stmt, SPI_execute_plan(fl_plan(stmt), values, nulls, read_only, 0));
+	return fl_check(stmt, fl_execute(stmt, values, nulls, read_only, InvalidSnapshot));
 }
 
 /*
@@ -107,10 +342,59 @@ fl_run(FlStmt *stmt, Datum *values, const char *nulls, bool read_only)
 uint64
 fl_run_latest(FlStmt *stmt, Datum *values, const char *nulls)
 {
-	SPIPlanPtr plan = fl_plan(stmt);
+	return fl_check(stmt, fl_execute(stmt, values, nulls, true, GetLatestSnapshot()));
+}
 
-	return fl_check(stmt, SPI_execute_snapshot(plan, values, nulls, GetLatestSnapshot(),
-											   InvalidSnapshot, true, false, 0));
+/*
+ * Run a statement that changes at most one row, keeping nothing when it changes none.  An UPDATE
+ * (or DELETE) in READ COMMITTED that meets a row changed by a concurrent transaction locks the
+ * newest version to re-check it, and keeps that lock even when the re-check fails: a call that
+ * lost such a race would pin the winner's row until its own transaction ended.  So the statement
+ * runs in a subtransaction, rolled back when it changed nothing.  A subtransaction that wrote
+ * nothing gets no transaction ID and costs little.
+ */
+bool
+fl_run_or_undo(FlStmt *stmt, Datum *values, const char *nulls)
+{
+	FlSubxact x;
+	bool done = false;
+
+	fl_subxact_begin(&x);
+	PG_TRY();
+	{
+		done = fl_run(stmt, values, nulls, false) > 0;
+	}
+	PG_CATCH();
+	{
+		fl_subxact_end(&x, false);
+		PG_RE_THROW();
+	}
+	PG_END_TRY();
+	fl_subxact_end(&x, done);
+	return done;
+}
+
+/* An internal subtransaction, as PL/pgSQL runs an EXCEPTION block. */
+void
+fl_subxact_begin(FlSubxact *x)
+{
+	x->cxt = CurrentMemoryContext;
+	x->owner = CurrentResourceOwner;
+	BeginInternalSubTransaction(NULL);
+	MemoryContextSwitchTo(x->cxt);
+}
+
+/* Commit or roll back; also the cleanup of an error caught inside it. */
+void
+fl_subxact_end(FlSubxact *x, bool commit)
+{
+	MemoryContextSwitchTo(x->cxt);
+	if (commit)
+		ReleaseCurrentSubTransaction();
+	else
+		RollbackAndReleaseCurrentSubTransaction();
+	MemoryContextSwitchTo(x->cxt);
+	CurrentResourceOwner = x->owner;
 }
 
 int64

@@ -16,7 +16,7 @@
 #include "taskwait.h"
 #include "utils/guc.h"
 
-PG_MODULE_MAGIC;
+FL_MODULE_MAGIC;
 
 int fencelock_max_ttl_s = 86400;
 static int fencelock_default_ttl_ms = 30000;

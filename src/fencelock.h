@@ -7,8 +7,10 @@
 #include "postgres.h"
 
 #include "compat.h"
+#include "shmem.h"
 #include "executor/spi.h"
 #include "fmgr.h"
+#include "utils/resowner.h"
 #include "utils/timestamp.h"
 
 /* Our own SQLSTATEs (class FL), documented in README's error table. */
@@ -55,11 +57,23 @@ typedef struct FlSession
 	int save_sec_context;
 } FlSession;
 
+extern Oid fl_lease_relid(void);
 extern void fl_begin(FlSession *session);
 extern void fl_end(FlSession *session);
 extern uint64 fl_run(FlStmt *stmt, Datum *values, const char *nulls, bool read_only);
 extern uint64 fl_run_latest(FlStmt *stmt, Datum *values, const char *nulls);
+extern bool fl_run_or_undo(FlStmt *stmt, Datum *values, const char *nulls);
 extern int64 fl_get_int64(uint64 row, int col, bool *isnull);
+
+/* exec.c: an internal subtransaction, as PL/pgSQL runs an EXCEPTION block */
+typedef struct FlSubxact
+{
+	MemoryContext cxt;
+	ResourceOwner owner;
+} FlSubxact;
+
+extern void fl_subxact_begin(FlSubxact *x);
+extern void fl_subxact_end(FlSubxact *x, bool commit);
 
 /* lease.c: argument checks shared by the lease functions */
 extern text *fl_arg_resource(FunctionCallInfo fcinfo, int argno);
@@ -83,7 +97,11 @@ extern int64 fl_timeline_base(void);
 extern void fl_commit_durably(void);
 extern void fl_try_acquire(text *resource, text *owner, int64 ttl, int api, bool want_expiry,
 						   FlGrant *g);
+extern void fl_count_grant(text *resource, const FlGrant *g);
 extern bool fl_release(text *resource, text *owner, int api);
+
+/* count.c: counts of grants, renewals and releases, made when the transaction commits */
+extern void fl_count_at_commit(FlCounter counter, uint64 n);
 
 /* notify.c: lease events on channel "fencelock" (fencelock.notify = on) */
 #define FENCELOCK_NOTIFY_CHANNEL "fencelock"
@@ -102,5 +120,10 @@ extern void fl_history_grant(text *resource, text *owner, FlGrant *g);
 extern void fl_history_update(text *resource, int64 fence, TimestampTz now, TimestampTz expires,
 							  char end_how);
 extern void fl_history_purge(TimestampTz cutoff, TimestampTz now);
+extern int64 fl_history_prune(TimestampTz now, int64 batch);
+
+/* Rows of history a grant deletes, now and then, and a purge in each of its steps. */
+#define FL_HISTORY_PRUNE_BATCH 500
+#define FL_HISTORY_PURGE_BATCH 10000
 
 #endif /* FENCELOCK_H */

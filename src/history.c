@@ -11,6 +11,7 @@
 #include "catalog/pg_type.h"
 #include "common/pg_prng.h"
 #include "fencelock.h"
+#include "miscadmin.h"
 
 /* $1 resource, $2 new fence, $3 now, $4 how the new grant came about */
 static FlStmt history_close = {
@@ -45,28 +46,44 @@ static FlStmt history_release = {
 	4,
 	{TEXTOID, INT8OID, TIMESTAMPTZOID, TIMESTAMPTZOID}};
 
-/* $1 purge cutoff: grants whose lease row purge is about to delete ended by expiring. */
+/*
+ * $1 purge cutoff, $2 now: grants whose lease row purge is about to delete ended by expiring (the
+ * same condition as lease.c's purge).
+ */
 static FlStmt history_purged = {
 	"UPDATE fencelock.history AS h SET ended_at = h.expires_at, ended_how = 'expired' "
 	"WHERE h.ended_at IS NULL AND EXISTS (SELECT FROM fencelock.lease AS l "
 	" WHERE l.resource OPERATOR(pg_catalog.=) h.resource "
-	" AND l.expires_at OPERATOR(pg_catalog.<=) $1)",
-	1,
-	{TIMESTAMPTZOID}};
+	" AND l.expires_at OPERATOR(pg_catalog.<=) $1 AND (l.owner IS NULL OR "
+	"  l.expires_at OPERATOR(pg_catalog.+) COALESCE(l.lock_delay, '0') "
+	"  OPERATOR(pg_catalog.<=) $2))",
+	2,
+	{TIMESTAMPTZOID, TIMESTAMPTZOID}};
 
-/* $1 oldest granted_at to keep */
+/*
+ * $1 oldest granted_at to keep, $2 the most rows to delete: the oldest first, by the index on
+ * granted_at.  Rows another transaction is changing (a renewal of a long-held lease) are skipped,
+ * not waited for; a later prune gets them.
+ */
 static FlStmt history_prune = {
-	"DELETE FROM fencelock.history AS h WHERE h.granted_at OPERATOR(pg_catalog.<) $1",
-	1,
-	{TIMESTAMPTZOID}};
+	"DELETE FROM fencelock.history AS h WHERE h.ctid OPERATOR(pg_catalog.=) ANY (ARRAY("
+	" SELECT o.ctid FROM fencelock.history AS o WHERE o.granted_at OPERATOR(pg_catalog.<) $1 "
+	" ORDER BY o.granted_at LIMIT $2 FOR UPDATE SKIP LOCKED))",
+	2,
+	{TIMESTAMPTZOID, INT8OID}};
 
-static void
-fl_history_prune(TimestampTz now)
+/*
+ * Delete at most `batch` rows older than fencelock.history_retention; returns how many went.  A
+ * grant prunes one batch now and then, so that no grant is slow however much history there is.
+ */
+int64
+fl_history_prune(TimestampTz now, int64 batch)
 {
-	Datum values[1];
+	Datum values[2];
 
 	values[0] = TimestampTzGetDatum(now - (int64) fencelock_history_retention_s * USECS_PER_SEC);
-	fl_run(&history_prune, values, NULL, false);
+	values[1] = Int64GetDatum(batch);
+	return (int64) fl_run(&history_prune, values, NULL, false);
 }
 
 void
@@ -86,9 +103,12 @@ fl_history_grant(text *resource, text *owner, FlGrant *g)
 	values[5] = TimestampTzGetDatum(g->expires_at);
 	fl_run(&history_insert, values, NULL, false);
 
-	/* Keep the table bounded without a scheduler: one grant in 256 prunes. */
+	/*
+	 * Keep the table bounded without a scheduler: one grant in 256 prunes a batch, several times
+	 * as many rows as grants add in between, so the history drains however large it had grown.
+	 */
 	if ((pg_prng_uint32(&pg_global_prng_state) & 255) == 0)
-		fl_history_prune(g->granted_at);
+		fl_history_prune(g->granted_at, FL_HISTORY_PRUNE_BATCH);
 }
 
 void
@@ -103,12 +123,15 @@ fl_history_update(text *resource, int64 fence, TimestampTz now, TimestampTz expi
 	fl_run(end_how == 'r' ? &history_release : &history_renew, values, NULL, false);
 }
 
+/* Before purge deletes lease rows: close their grants, and prune all old history, in batches. */
 void
 fl_history_purge(TimestampTz cutoff, TimestampTz now)
 {
-	Datum values[1];
+	Datum values[2];
 
 	values[0] = TimestampTzGetDatum(cutoff);
+	values[1] = TimestampTzGetDatum(now);
 	fl_run(&history_purged, values, NULL, false);
-	fl_history_prune(now);
+	while (fl_history_prune(now, FL_HISTORY_PURGE_BATCH) == FL_HISTORY_PURGE_BATCH)
+		CHECK_FOR_INTERRUPTS();
 }

@@ -162,20 +162,54 @@ static FlStmt fence_lock = {
 	{TEXTOID}};
 
 /*
- * $1 idle cutoff.  A free lease's expires_at is the moment it was released, so one condition
- * covers free and expired rows alike.  The floor remembers the highest fence purged, so a
- * resource that comes back later still gets a higher fence.
+ * Purging.  $1 idle cutoff, $2 now.  A free lease's expires_at is the moment it was released, so
+ * one condition covers free and expired rows alike; but a lease that expired without a release
+ * stays until its lock_delay has passed too, or a new row for the resource would be granted to
+ * another owner inside the delay.  A held lease (expires_at in the future) is never purged: the
+ * cutoff is never later than now.  The floor remembers the highest fence purged, so a resource
+ * that comes back later still gets a higher fence.  API 0.1.0 rows have no lock_delay.
  */
-static FlStmt purge_delete = {
-	"WITH gone AS (DELETE FROM fencelock.lease AS l "
-	"  WHERE l.expires_at OPERATOR(pg_catalog.<=) $1 RETURNING l.fence), "
-	" top AS (SELECT pg_catalog.count(*) AS n, pg_catalog.max(g.fence) AS fence FROM gone AS g), "
-	" up AS (INSERT INTO fencelock.fence_floor AS f (id, floor) "
-	"  SELECT true, t.fence FROM top AS t WHERE t.fence IS NOT NULL "
-	"  ON CONFLICT (id) DO UPDATE SET floor = GREATEST(f.floor, excluded.floor)) "
-	"SELECT t.n FROM top AS t",
-	1,
-	{TIMESTAMPTZOID}};
+#define PURGEABLE_V1 "l.expires_at OPERATOR(pg_catalog.<=) $1"
+#define PURGEABLE_V2                                                                               \
+	"l.expires_at OPERATOR(pg_catalog.<=) $1 AND (l.owner IS NULL OR "                             \
+	" l.expires_at OPERATOR(pg_catalog.+) COALESCE(l.lock_delay, '0') OPERATOR(pg_catalog.<=) $2)"
+
+#define FLOOR_UP                                                                                   \
+	"INSERT INTO fencelock.fence_floor AS f (id, floor) "                                          \
+	" SELECT true, t.fence FROM top AS t WHERE t.fence IS NOT NULL "                               \
+	" ON CONFLICT (id) DO UPDATE SET floor = GREATEST(f.floor, excluded.floor)"
+
+/*
+ * All purgeable rows in one statement; also returns how many rows were candidates.  When fewer
+ * were deleted, one of them changed under the delete (a concurrent grant), and the delete may
+ * hold that row's lock: the caller then rolls the statement back and purges row by row.
+ */
+#define PURGE_ALL(cond)                                                                            \
+	"WITH cand AS MATERIALIZED (SELECT l.ctid AS t FROM fencelock.lease AS l WHERE " cond "), "    \
+	" gone AS (DELETE FROM fencelock.lease AS l "                                                  \
+	"  WHERE l.ctid OPERATOR(pg_catalog.=) ANY (ARRAY(SELECT c.t FROM cand AS c)) AND " cond       \
+	"  RETURNING l.fence), "                                                                       \
+	" top AS (SELECT pg_catalog.count(*) AS n, pg_catalog.max(g.fence) AS fence FROM gone AS g), " \
+	" up AS (" FLOOR_UP ") "                                                                       \
+	"SELECT t.n, (SELECT pg_catalog.count(*) FROM cand AS c) FROM top AS t"
+
+/* $3 resource: one row, for the row-by-row purge */
+#define PURGE_ONE(cond)                                                                            \
+	"WITH gone AS (DELETE FROM fencelock.lease AS l "                                              \
+	"  WHERE l.resource OPERATOR(pg_catalog.=) $3 AND " cond " RETURNING l.fence), "               \
+	" top AS (SELECT pg_catalog.max(g.fence) AS fence FROM gone AS g), "                           \
+	" up AS (" FLOOR_UP ") "                                                                       \
+	"SELECT true FROM gone"
+
+#define PURGE_LIST(cond) "SELECT l.resource FROM fencelock.lease AS l WHERE " cond
+
+static FlStmt purge_all[2] = {{PURGE_ALL(PURGEABLE_V1), 2, {TIMESTAMPTZOID, TIMESTAMPTZOID}},
+							  {PURGE_ALL(PURGEABLE_V2), 2, {TIMESTAMPTZOID, TIMESTAMPTZOID}}};
+static FlStmt purge_one[2] = {
+	{PURGE_ONE(PURGEABLE_V1), 3, {TIMESTAMPTZOID, TIMESTAMPTZOID, TEXTOID}},
+	{PURGE_ONE(PURGEABLE_V2), 3, {TIMESTAMPTZOID, TIMESTAMPTZOID, TEXTOID}}};
+static FlStmt purge_list[2] = {{PURGE_LIST(PURGEABLE_V1), 2, {TIMESTAMPTZOID, TIMESTAMPTZOID}},
+							   {PURGE_LIST(PURGEABLE_V2), 2, {TIMESTAMPTZOID, TIMESTAMPTZOID}}};
 
 /* Argument checks: every one runs before anything is written. */
 
@@ -332,7 +366,8 @@ fl_commit_durably(void)
 
 /*
  * One attempt at a grant, without waiting.  Fills *g; on a busy resource with want_expiry, also
- * the holder's deadline (0 when unknown).
+ * the holder's deadline (0 when unknown).  Counts a busy attempt; the caller counts a grant with
+ * fl_count_grant once it is kept.
  */
 void
 fl_try_acquire(text *resource, text *owner, int64 ttl, int api, bool want_expiry, FlGrant *g)
@@ -362,6 +397,11 @@ fl_try_acquire(text *resource, text *owner, int64 ttl, int api, bool want_expiry
 	values[7] = Int64GetDatum(fl_grant_session);
 	nulls[7] = fl_grant_session != 0 ? ' ' : 'n';
 
+	/*
+	 * The updates run through fl_run_or_undo: one that loses a race to a concurrent grant must not
+	 * keep the row lock it took to re-check the row.  When no row exists yet, the first update
+	 * changes nothing and writes nothing; the insert takes no row lock when it meets a row.
+	 */
 	fl_begin(&session);
 	if (api >= 2 && fl_lease_has_sessions())
 	{
@@ -373,7 +413,7 @@ fl_try_acquire(text *resource, text *owner, int64 ttl, int api, bool want_expiry
 		update = &acquire_update_v2;
 		insert = &acquire_insert_v2;
 	}
-	if (fl_run(update, values, nulls, false) == 1)
+	if (fl_run_or_undo(update, values, nulls))
 		g->granted = true;
 	else
 	{
@@ -391,7 +431,7 @@ fl_try_acquire(text *resource, text *owner, int64 ttl, int api, bool want_expiry
 		if (!g->granted)
 		{
 			values[4] = Int64GetDatum(base);
-			g->granted = fl_run(update, values, nulls, false) == 1;
+			g->granted = fl_run_or_undo(update, values, nulls);
 		}
 	}
 	if (g->granted)
@@ -420,23 +460,32 @@ fl_try_acquire(text *resource, text *owner, int64 ttl, int api, bool want_expiry
 		fl_count(FL_BUSY, 1);
 		return;
 	}
-	fl_count(g->is_new ? FL_GRANTS : FL_REACQUIRES, 1);
 	if (fl_grant_session != 0)
 		fl_session_bound(resource);
 	if (g->is_new)
 		fl_notify(g->how == 't' ? "taken_over" : "granted", resource, g->fence,
 				  GetUserNameFromId(GetUserId(), false));
+	fl_commit_durably();
+}
+
+/*
+ * Count (and log) a grant made by fl_try_acquire, once it is kept: a caller that made it in a
+ * subtransaction calls this only after the subtransaction committed.  The counts are made when
+ * the transaction commits (count.c): the caller may still roll the grant back.
+ */
+void
+fl_count_grant(text *resource, const FlGrant *g)
+{
+	fl_count_at_commit(g->is_new ? FL_GRANTS : FL_REACQUIRES, 1);
 	if (g->is_new && g->how == 't')
 	{
-		fl_count(FL_TAKEOVERS, 1);
+		fl_count_at_commit(FL_TAKEOVERS, 1);
 		if (fencelock_log_level >= 0)
 			ereport(fencelock_log_level,
 					(errmsg("lease on resource \"%s\" taken over with fence " INT64_FORMAT
 							" after the previous holder's lease expired",
 							text_to_cstring(resource), g->fence)));
 	}
-
-	fl_commit_durably();
 }
 
 static Datum
@@ -450,6 +499,7 @@ fl_acquire_sql(FunctionCallInfo fcinfo, int api)
 	fl_try_acquire(resource, owner, ttl, api, false, &g);
 	if (!g.granted)
 		PG_RETURN_NULL();
+	fl_count_grant(resource, &g);
 	PG_RETURN_INT64(g.fence);
 }
 
@@ -484,8 +534,9 @@ fl_owner_update(text *resource, text *owner, int64 ttl, FlStmt *stmt, int api, c
 	values[2] = TimestampTzGetDatum(now);
 	values[3] = TimestampTzGetDatum(now + ttl);
 
+	/* A renew or release that loses a race to a takeover must not keep the row locked. */
 	fl_begin(&session);
-	if (fl_run(stmt, values, NULL, false) == 1)
+	if (fl_run_or_undo(stmt, values, NULL))
 	{
 		fence = fl_get_int64(0, 1, &isnull);
 		if (api >= 2 && fencelock_history)
@@ -503,7 +554,10 @@ fl_renew_sql(FunctionCallInfo fcinfo, int api)
 	int64 ttl = fl_arg_ttl(fcinfo, 2);
 	bool done = fl_owner_update(resource, owner, ttl, &renew_update, api, 0) >= 0;
 
-	fl_count(done ? FL_RENEWALS : FL_RENEWALS_REFUSED, 1);
+	if (done)
+		fl_count_at_commit(FL_RENEWALS, 1);
+	else
+		fl_count(FL_RENEWALS_REFUSED, 1);
 	PG_RETURN_BOOL(done);
 }
 
@@ -513,7 +567,10 @@ fl_release(text *resource, text *owner, int api)
 	int64 fence = fl_owner_update(resource, owner, 0, &release_update, api, 'r');
 	bool done = fence >= 0;
 
-	fl_count(done ? FL_RELEASES : FL_RELEASES_REFUSED, 1);
+	if (done)
+		fl_count_at_commit(FL_RELEASES, 1);
+	else
+		fl_count(FL_RELEASES_REFUSED, 1);
 	/* The next waiter may try now; its grant waits for this transaction's row lock. */
 	if (done)
 	{
@@ -659,16 +716,58 @@ fencelock_assert_fence(PG_FUNCTION_ARGS)
 	PG_RETURN_VOID();
 }
 
+/*
+ * Delete the purgeable rows, keeping no lock on a row that is not deleted: all at once in a
+ * subtransaction, kept when every candidate went; otherwise row by row, each in its own.
+ */
+static int64
+fl_purge_rows(int v, Datum *values)
+{
+	FlSubxact x;
+	int64 deleted = 0;
+	int64 candidates = 0;
+	bool isnull;
+	SPITupleTable *list;
+	uint64 n;
+
+	fl_subxact_begin(&x);
+	PG_TRY();
+	{
+		fl_run(&purge_all[v], values, NULL, false);
+		deleted = fl_get_int64(0, 1, &isnull);
+		candidates = fl_get_int64(0, 2, &isnull);
+	}
+	PG_CATCH();
+	{
+		fl_subxact_end(&x, false);
+		PG_RE_THROW();
+	}
+	PG_END_TRY();
+	fl_subxact_end(&x, deleted == candidates);
+	if (deleted == candidates)
+		return deleted;
+
+	deleted = 0;
+	n = fl_run(&purge_list[v], values, NULL, true);
+	list = SPI_tuptable;
+	for (uint64 i = 0; i < n; i++)
+	{
+		values[2] = SPI_getbinval(list->vals[i], list->tupdesc, 1, &isnull);
+		if (fl_run_or_undo(&purge_one[v], values, NULL))
+			deleted++;
+	}
+	return deleted;
+}
+
 static Datum
 fl_purge_sql(FunctionCallInfo fcinfo, int api)
 {
 	Interval *idle;
 	TimestampTz now = GetCurrentTimestamp();
 	TimestampTz cutoff;
-	Datum values[1];
+	Datum values[3];
 	FlSession session;
 	int64 purged;
-	bool isnull;
 
 	if (PG_ARGISNULL(0))
 		ereport(ERROR, (errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED), errmsg("idle must not be null"),
@@ -681,12 +780,12 @@ fl_purge_sql(FunctionCallInfo fcinfo, int api)
 	cutoff = DatumGetTimestampTz(DirectFunctionCall2(
 		timestamptz_mi_interval, TimestampTzGetDatum(now), IntervalPGetDatum(idle)));
 	values[0] = TimestampTzGetDatum(cutoff);
+	values[1] = TimestampTzGetDatum(now);
 
 	fl_begin(&session);
 	if (api >= 2)
 		fl_history_purge(cutoff, now);
-	fl_run(&purge_delete, values, NULL, false);
-	purged = fl_get_int64(0, 1, &isnull);
+	purged = fl_purge_rows(api >= 2 ? 1 : 0, values);
 	fl_end(&session);
 	PG_RETURN_INT64(purged);
 }

@@ -72,7 +72,7 @@ fencelock_revoke(PG_FUNCTION_ARGS)
 	if (!found)
 		PG_RETURN_NULL();
 
-	fl_count(FL_REVOKES, 1);
+	fl_count_at_commit(FL_REVOKES, 1);
 	fl_notify("revoked", resource, fence, role);
 	if (fencelock_log_level >= 0)
 		ereport(fencelock_log_level,

@@ -183,7 +183,7 @@ fl_session_exit(int code, Datum arg)
 					fl_history_update(resource, fence, now, now, 'r');
 				fl_notify("session_ended", resource, fence,
 						  isnull ? NULL : NameStr(*DatumGetName(holder)));
-				fl_count(FL_RELEASES, 1);
+				fl_count_at_commit(FL_RELEASES, 1);
 				woken = lappend(woken, (void *) (uintptr_t) fl_resource_key(resource));
 			}
 			fl_end(&session);

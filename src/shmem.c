@@ -20,8 +20,10 @@
 #include "storage/lwlock.h"
 #include "storage/proc.h"
 #include "storage/shmem.h"
+#include "catalog/pg_class.h"
 #include "utils/builtins.h"
 #include "utils/hsearch.h"
+#include "utils/syscache.h"
 #include "utils/timestamp.h"
 #include "utils/wait_event.h"
 
@@ -47,8 +49,10 @@ typedef struct FlTableKey
 typedef struct FlTableEntry
 {
 	FlTableKey key;
+	Oid owner; /* the table's owner at its first refusal; InvalidOid for an overflow row */
 	pg_atomic_uint64 stale;
 	pg_atomic_uint64 unfenced;
+	pg_atomic_uint64 last_used; /* fl_shared->table_clock at the latest refusal */
 } FlTableEntry;
 
 typedef struct FlShared
@@ -57,6 +61,8 @@ typedef struct FlShared
 	uint64 next_ticket;
 	pg_atomic_uint32 nwaiting; /* slots in use: lets release skip the queue when 0 */
 	TimestampTz stats_reset;
+	TimestampTz tables_reclaimed; /* the latest look for dropped tables and databases */
+	pg_atomic_uint64 table_clock; /* ticks once per refusal counted per table */
 	pg_atomic_uint64 counters[FL_NUM_COUNTERS];
 	int nslots;
 	FlWaiter slots[FLEXIBLE_ARRAY_MEMBER];
@@ -108,6 +114,8 @@ fl_shmem_startup(void)
 		fl_shared->next_ticket = 1;
 		pg_atomic_init_u32(&fl_shared->nwaiting, 0);
 		fl_shared->stats_reset = GetCurrentTimestamp();
+		fl_shared->tables_reclaimed = 0;
+		pg_atomic_init_u64(&fl_shared->table_clock, 0);
 		for (int i = 0; i < FL_NUM_COUNTERS; i++)
 			pg_atomic_init_u64(&fl_shared->counters[i], 0);
 		fl_shared->nslots = fl_nslots();
@@ -161,12 +169,193 @@ fl_count(FlCounter counter, uint64 n)
 		pg_atomic_fetch_add_u64(&fl_shared->counters[counter], n);
 }
 
+/*
+ * Per-table refusal counts (table_stats).  The slots are cluster-wide and any role whose table
+ * has the fence trigger can make writes be refused, so a slot is never kept for good:
+ *
+ *  - Slots of dropped tables (seen from their own database) and of dropped databases (seen from
+ *    any) are given back when the slots run out, at most once per FL_RECLAIM_INTERVAL_MS;
+ *    a dropped table's counts move to its database's overflow row (relid NULL).
+ *  - Otherwise a new table takes the slot of the least recently refused table of the role that
+ *    owns the most slots (fair share): a role that fills the slots with throwaway tables only
+ *    ever evicts its own, never the tables of a role with fewer slots.  The evicted counts move
+ *    to the overflow row, so a database's totals are kept.
+ *
+ * At most fencelock.max_tables entries, overflow rows included.
+ */
+#define FL_RECLAIM_INTERVAL_MS 1000
+
+static void
+fl_table_add(FlTableEntry *entry, bool stale)
+{
+	pg_atomic_fetch_add_u64(stale ? &entry->stale : &entry->unfenced, 1);
+	pg_atomic_write_u64(&entry->last_used, pg_atomic_fetch_add_u64(&fl_shared->table_clock, 1));
+}
+
+/* Enter a new row with the given counts; caller holds the exclusive lock and made room. */
+static FlTableEntry *
+fl_table_enter(FlTableKey *key, Oid owner, uint64 stale, uint64 unfenced)
+{
+	bool found;
+	FlTableEntry *entry = hash_search(fl_tables, key, HASH_ENTER_NULL, &found);
+
+	if (entry == NULL)
+		return NULL;
+	if (!found)
+	{
+		entry->owner = owner;
+		pg_atomic_init_u64(&entry->stale, 0);
+		pg_atomic_init_u64(&entry->unfenced, 0);
+		pg_atomic_init_u64(&entry->last_used, 0);
+	}
+	pg_atomic_fetch_add_u64(&entry->stale, stale);
+	pg_atomic_fetch_add_u64(&entry->unfenced, unfenced);
+	return entry;
+}
+
+/*
+ * Remove a per-table row; its counts move to its database's overflow row, or are dropped with
+ * the database (keep_counts false).  Frees one entry, or none when the overflow row had to be
+ * created.  Caller holds the exclusive lock.
+ */
+static void
+fl_table_remove(FlTableEntry *entry, bool keep_counts)
+{
+	FlTableKey key = entry->key;
+	uint64 stale = pg_atomic_read_u64(&entry->stale);
+	uint64 unfenced = pg_atomic_read_u64(&entry->unfenced);
+
+	hash_search(fl_tables, &key, HASH_REMOVE, NULL);
+	if (!keep_counts || !OidIsValid(key.relid))
+		return;
+	key.relid = InvalidOid;
+	(void) fl_table_enter(&key, InvalidOid, stale, unfenced);
+}
+
+typedef struct FlOwnerSlots
+{
+	Oid owner;
+	int slots;
+	FlTableEntry *lru;
+} FlOwnerSlots;
+
+/* Evict one per-table row (fair share, see above); false when there is none. */
+static bool
+fl_table_evict_one(void)
+{
+	HASHCTL ctl;
+	HTAB *owners;
+	HASH_SEQ_STATUS status;
+	FlTableEntry *entry;
+	FlOwnerSlots *o;
+	FlOwnerSlots *most = NULL;
+
+	ctl.keysize = sizeof(Oid);
+	ctl.entrysize = sizeof(FlOwnerSlots);
+	ctl.hcxt = CurrentMemoryContext;
+	owners = hash_create("fencelock table owners", 64, &ctl, HASH_ELEM | HASH_BLOBS | HASH_CONTEXT);
+	hash_seq_init(&status, fl_tables);
+	while ((entry = hash_seq_search(&status)) != NULL)
+	{
+		bool found;
+
+		if (!OidIsValid(entry->key.relid))
+			continue;
+		o = hash_search(owners, &entry->owner, HASH_ENTER, &found);
+		if (!found)
+		{
+			o->slots = 0;
+			o->lru = entry;
+		}
+		o->slots++;
+		if (pg_atomic_read_u64(&entry->last_used) < pg_atomic_read_u64(&o->lru->last_used))
+			o->lru = entry;
+	}
+	hash_seq_init(&status, owners);
+	while ((o = hash_seq_search(&status)) != NULL)
+		if (most == NULL || o->slots > most->slots ||
+			(o->slots == most->slots &&
+			 pg_atomic_read_u64(&o->lru->last_used) < pg_atomic_read_u64(&most->lru->last_used)))
+			most = o;
+	entry = most != NULL ? most->lru : NULL;
+	hash_destroy(owners);
+	if (entry == NULL)
+		return false;
+	fl_table_remove(entry, true);
+	return true;
+}
+
+/*
+ * Give back the rows of dropped tables of this database and of dropped databases.  The catalog
+ * is read without the lock held; a row whose table this transaction cannot see is taken for
+ * dropped.
+ */
+static void
+fl_tables_reclaim(void)
+{
+	TimestampTz now = GetCurrentTimestamp();
+	HASH_SEQ_STATUS status;
+	FlTableEntry *entry;
+	FlTableKey *keys;
+	int n = 0;
+	int ndead = 0;
+
+	LWLockAcquire(fl_shared->lock, LW_EXCLUSIVE);
+	if (!TimestampDifferenceExceeds(fl_shared->tables_reclaimed, now, FL_RECLAIM_INTERVAL_MS))
+	{
+		LWLockRelease(fl_shared->lock);
+		return;
+	}
+	fl_shared->tables_reclaimed = now;
+	keys = palloc(sizeof(FlTableKey) * (hash_get_num_entries(fl_tables) + 1));
+	hash_seq_init(&status, fl_tables);
+	while ((entry = hash_seq_search(&status)) != NULL)
+		if (entry->key.dbid != MyDatabaseId || OidIsValid(entry->key.relid))
+			keys[n++] = entry->key;
+	LWLockRelease(fl_shared->lock);
+
+	for (int i = 0; i < n; i++)
+	{
+		bool dead;
+
+		if (keys[i].dbid != MyDatabaseId)
+			dead = !SearchSysCacheExists1(DATABASEOID, ObjectIdGetDatum(keys[i].dbid));
+		else
+			dead = !SearchSysCacheExists1(RELOID, ObjectIdGetDatum(keys[i].relid));
+		if (dead)
+			keys[ndead++] = keys[i];
+	}
+
+	LWLockAcquire(fl_shared->lock, LW_EXCLUSIVE);
+	for (int i = 0; i < ndead; i++)
+	{
+		entry = hash_search(fl_tables, &keys[i], HASH_FIND, NULL);
+		if (entry != NULL)
+			fl_table_remove(entry, keys[i].dbid == MyDatabaseId);
+	}
+	LWLockRelease(fl_shared->lock);
+	pfree(keys);
+}
+
+static Oid
+fl_rel_owner(Oid relid)
+{
+	HeapTuple tup = SearchSysCache1(RELOID, ObjectIdGetDatum(relid));
+	Oid owner;
+
+	if (!HeapTupleIsValid(tup))
+		return InvalidOid;
+	owner = ((Form_pg_class) GETSTRUCT(tup))->relowner;
+	ReleaseSysCache(tup);
+	return owner;
+}
+
 void
 fl_count_table(Oid relid, bool stale)
 {
 	FlTableKey key;
 	FlTableEntry *entry;
-	bool found;
+	Oid owner;
 
 	if (fl_shared == NULL)
 		return;
@@ -174,25 +363,35 @@ fl_count_table(Oid relid, bool stale)
 	memset(&key, 0, sizeof(key));
 	key.dbid = MyDatabaseId;
 	key.relid = relid;
-	/* Increments happen under the shared lock: stats_reset removes entries under the exclusive one.
+	/*
+	 * Increments happen under the shared lock: rows are removed only under the exclusive one.
 	 */
 	LWLockAcquire(fl_shared->lock, LW_SHARED);
 	entry = hash_search(fl_tables, &key, HASH_FIND, NULL);
+	if (entry != NULL)
+	{
+		fl_table_add(entry, stale);
+		LWLockRelease(fl_shared->lock);
+		return;
+	}
+	LWLockRelease(fl_shared->lock);
+
+	/* A new row: look up what needs the catalog before taking the exclusive lock. */
+	owner = fl_rel_owner(relid);
+	if (hash_get_num_entries(fl_tables) >= fencelock_max_tables)
+		fl_tables_reclaim();
+	LWLockAcquire(fl_shared->lock, LW_EXCLUSIVE);
+	entry = hash_search(fl_tables, &key, HASH_FIND, NULL);
 	if (entry == NULL)
 	{
-		LWLockRelease(fl_shared->lock);
-		LWLockAcquire(fl_shared->lock, LW_EXCLUSIVE);
+		while (hash_get_num_entries(fl_tables) >= fencelock_max_tables && fl_table_evict_one())
+			;
 		if (hash_get_num_entries(fl_tables) >= fencelock_max_tables)
-			key.relid = InvalidOid; /* the overflow bucket */
-		entry = hash_search(fl_tables, &key, HASH_ENTER_NULL, &found);
-		if (entry != NULL && !found)
-		{
-			pg_atomic_init_u64(&entry->stale, 0);
-			pg_atomic_init_u64(&entry->unfenced, 0);
-		}
+			key.relid = InvalidOid; /* only overflow rows left: count in this database's */
+		entry = fl_table_enter(&key, OidIsValid(key.relid) ? owner : InvalidOid, 0, 0);
 	}
 	if (entry != NULL)
-		pg_atomic_fetch_add_u64(stale ? &entry->stale : &entry->unfenced, 1);
+		fl_table_add(entry, stale);
 	LWLockRelease(fl_shared->lock);
 }
 
@@ -245,6 +444,15 @@ fl_queue_enter(uint64 key)
 	my_slot->ticket = fl_shared->next_ticket++;
 	pg_atomic_fetch_add_u32(&fl_shared->nwaiting, 1);
 	LWLockRelease(fl_shared->lock);
+}
+
+/* The resource this backend is queued for, or 0 (also without shared memory). */
+uint64
+fl_queue_my_key(void)
+{
+	if (fl_shared == NULL || my_slot == NULL)
+		return 0;
+	return my_slot->key;
 }
 
 /* The waiting slot with the lowest ticket for key, or NULL; caller holds the lock. */
@@ -311,12 +519,12 @@ fl_queue_sleep(long timeout_ms)
 	if (fl_shared == NULL || my_slot == NULL)
 	{
 		(void) WaitLatch(MyLatch, WL_LATCH_SET | WL_TIMEOUT | WL_EXIT_ON_PM_DEATH, timeout_ms,
-						 PG_WAIT_EXTENSION);
+						 FL_WAIT_EVENT_ACQUIRE);
 		ResetLatch(MyLatch);
 		CHECK_FOR_INTERRUPTS();
 		return;
 	}
-	(void) ConditionVariableTimedSleep(&my_slot->cv, timeout_ms, PG_WAIT_EXTENSION);
+	(void) ConditionVariableTimedSleep(&my_slot->cv, timeout_ms, FL_WAIT_EVENT_ACQUIRE);
 }
 
 /* Leave the queue; when we leave without the lease, the next waiter gets its turn to try. */

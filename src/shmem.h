@@ -36,6 +36,7 @@ extern void fl_count_table(Oid relid, bool stale);
 extern uint64 fl_resource_key(text *resource);
 extern int fl_queue_length(uint64 key);
 extern void fl_queue_enter(uint64 key);
+extern uint64 fl_queue_my_key(void);
 extern bool fl_queue_is_head(void);
 extern void fl_queue_prepare(void);
 extern void fl_queue_clear_woken(void);

@@ -171,7 +171,7 @@ static TaskWaiter *
 my_slot(void)
 {
 	Assert(MyProc->pgprocno < task_waiters->nslots);
-	return &task_waiters->slots[MyProc->pgprocno];
+	return &task_waiters->slots[FL_MY_PROCNO];
 }
 
 static void

@@ -5,11 +5,12 @@
  *   acquire_all(resources[], owner, ttl, wait)    all or none, in one canonical order
  *   release_all(resources[], owner)               releases what the caller holds
  *
- * A waiter holds no row lock while it sleeps: each attempt runs in a subtransaction that is rolled
- * back when it fails.  With
- * shared memory (shmem.c), waiters queue per resource and only the oldest one tries, woken by a
- * release or by its own timer at the holder's deadline; without it, each waiter polls with a
- * jittered backoff capped by the holder's remaining lease.
+ * Every call works in rounds: one attempt at each resource in canonical order, inside a
+ * subtransaction that is rolled back unless every resource was granted, so a waiter sleeps
+ * holding no grant and no row lock of its own.  With shared memory (shmem.c), waiters queue per
+ * resource and only the oldest one tries, woken by a release or by its own timer at the holder's
+ * deadline; without it, each waiter polls with a jittered backoff capped by the holder's
+ * remaining lease.  A sleeping waiter checks that its client is still connected.
  */
 #include "postgres.h"
 
@@ -18,7 +19,10 @@
 #include "common/int.h"
 #include "common/pg_prng.h"
 #include "fencelock.h"
+#include "miscadmin.h"
 #include "shmem.h"
+#include "storage/latch.h"
+#include "tcop/tcopprot.h"
 #include "utils/array.h"
 #include "utils/builtins.h"
 #include "utils/memutils.h"
@@ -29,8 +33,10 @@ PG_FUNCTION_INFO_V1(fencelock_acquire_all);
 PG_FUNCTION_INFO_V1(fencelock_release_all);
 
 /* The longest single sleep: a safety net for wake-ups that never come (e.g. a lost signal). */
-#define FL_MAX_SLEEP_MS  1000
-#define FL_MAX_RESOURCES 1000
+#define FL_MAX_SLEEP_MS 1000
+/* How often a sleeping waiter looks whether its client is still there. */
+#define FL_CHECK_CLIENT_MS 200
+#define FL_MAX_RESOURCES   1000
 
 /* $1 resource, $2 owner, $3 now */
 static FlStmt holds_select = {
@@ -75,15 +81,15 @@ fl_arg_wait(FunctionCallInfo fcinfo, int argno)
 	return us;
 }
 
-/* How long the next sleep may be. */
+/* How long until the next attempt, unless a wake-up comes first. */
 static long
-fl_sleep_ms(TimestampTz now, TimestampTz deadline, FlGrant *g, long *backoff_ms)
+fl_sleep_ms(TimestampTz now, TimestampTz deadline, TimestampTz holder_expires, long *backoff_ms)
 {
 	int64 us = deadline - now;
 
-	if (g->holder_expires > 0)
+	if (holder_expires > 0)
 	{
-		int64 until_free = g->holder_expires - now + 1000;
+		int64 until_free = holder_expires - now + 1000;
 
 		us = Min(us, Max(until_free, 1000));
 	}
@@ -99,50 +105,98 @@ fl_sleep_ms(TimestampTz now, TimestampTz deadline, FlGrant *g, long *backoff_ms)
 	return (long) Min((us + 999) / 1000, FL_MAX_SLEEP_MS);
 }
 
-/* An internal subtransaction, as PL/pgSQL runs an EXCEPTION block. */
-typedef struct FlSubxact
-{
-	MemoryContext cxt;
-	ResourceOwner owner;
-} FlSubxact;
-
+/*
+ * A waiter whose client has gone must not stay queued: it would be granted the lease at the next
+ * release and hold it, unused, for a whole ttl.  The kernel reports the closed socket at once
+ * (pq_check_connection, as client_connection_check_interval uses it); the session then ends the
+ * way the server ends one whose client is lost, and leaving the queue wakes the next waiter.
+ * Also the place where a pending cancel is acted on between sleeps.
+ */
 static void
-fl_subxact_begin(FlSubxact *x)
+fl_check_client(void)
 {
-	x->cxt = CurrentMemoryContext;
-	x->owner = CurrentResourceOwner;
-	BeginInternalSubTransaction(NULL);
-	MemoryContextSwitchTo(x->cxt);
-}
-
-/* Commit or roll back; also the cleanup of an error caught inside it. */
-static void
-fl_subxact_end(FlSubxact *x, bool commit)
-{
-	MemoryContextSwitchTo(x->cxt);
-	if (commit)
-		ReleaseCurrentSubTransaction();
-	else
-		RollbackAndReleaseCurrentSubTransaction();
-	MemoryContextSwitchTo(x->cxt);
-	CurrentResourceOwner = x->owner;
+	if (MyProcPort != NULL && whereToSendOutput == DestRemote && WaitEventSetCanReportClosed() &&
+		!pq_check_connection())
+	{
+		ClientConnectionLost = true;
+		InterruptPending = true;
+	}
+	CHECK_FOR_INTERRUPTS();
 }
 
 /*
- * One attempt of a waiting acquire, in a subtransaction that is rolled back when it fails.  An
- * UPDATE that meets a row changed by a concurrent transaction locks the newest version to
- * re-check it (READ COMMITTED), and keeps that lock even when the re-check fails; a waiter must
- * not sleep holding it, or the holder's release and renew would wait for the waiter.
+ * Sleep until a wake-up or until `ms` have passed, looking at the client at least every
+ * FL_CHECK_CLIENT_MS.  The wake-up flag is read after the client check: the check may consume
+ * the latch a wake-up set.
  */
 static void
-fl_attempt(text *resource, text *owner, int64 ttl, FlGrant *g)
+fl_wait_turn(long ms)
+{
+	TimestampTz until = GetCurrentTimestamp() + (int64) ms * 1000;
+
+	fl_queue_prepare();
+	for (;;)
+	{
+		TimestampTz now;
+
+		fl_check_client();
+		if (fl_queue_woken())
+			break;
+		now = GetCurrentTimestamp();
+		if (now >= until)
+			break;
+		fl_queue_sleep(Min((long) ((until - now + 999) / 1000), FL_CHECK_CLIENT_MS));
+	}
+}
+
+/*
+ * With wait > 0 a resource is fair game only when nobody is queued for it ahead of us: we are
+ * the head of its queue, its queue is empty, or we already hold it (a retry after a lost
+ * response must not wait for itself).
+ */
+static bool
+fl_queued_ahead(text *resource, text *owner)
+{
+	uint64 key = fl_resource_key(resource);
+
+	if (fl_queue_my_key() == key && fl_queue_is_head())
+		return false;
+	return fl_queue_length(key) > 0 && !fl_holds(resource, owner);
+}
+
+/*
+ * One round: one attempt at each resource, in canonical order, in a subtransaction kept only when
+ * every resource was granted.  Otherwise the subtransaction is rolled back, so nothing of the
+ * round (no grant, no row lock) survives it.  Grants are counted once kept.  Returns -1 when all
+ * were granted, else the index of the first resource not had; *holder_expires is then when its
+ * holder's lease runs out (0 when unknown).
+ */
+static int
+fl_round(text **res, int n, text *owner, int64 ttl, bool fair, FlGrant *grants,
+		 TimestampTz *holder_expires)
 {
 	FlSubxact x;
+	int busy = -1;
 
+	*holder_expires = 0;
 	fl_subxact_begin(&x);
 	PG_TRY();
 	{
-		fl_try_acquire(resource, owner, ttl, 2, true, g);
+		for (int i = 0; i < n && busy < 0; i++)
+		{
+			memset(&grants[i], 0, sizeof(FlGrant));
+			if (fair && fl_queued_ahead(res[i], owner))
+				busy = i;
+			else
+			{
+				fl_try_acquire(res[i], owner, ttl, 2, true, &grants[i]);
+				if (!grants[i].granted)
+				{
+					busy = i;
+					*holder_expires = grants[i].holder_expires;
+				}
+			}
+		}
 	}
 	PG_CATCH();
 	{
@@ -150,73 +204,124 @@ fl_attempt(text *resource, text *owner, int64 ttl, FlGrant *g)
 		PG_RE_THROW();
 	}
 	PG_END_TRY();
-	fl_subxact_end(&x, g->granted);
+	fl_subxact_end(&x, busy < 0);
+	if (busy < 0)
+		for (int i = 0; i < n; i++)
+			fl_count_grant(res[i], &grants[i]);
+	return busy;
+}
+
+pg_noreturn static void fl_refuse_snapshot_wait(void);
+
+static void
+fl_refuse_snapshot_wait(void)
+{
+	ereport(ERROR, (errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
+					errmsg("a waiting acquire needs the READ COMMITTED isolation level"),
+					errdetail("With a transaction snapshot, a release that commits while it waits "
+							  "stays invisible."),
+					errhint("Wait in a READ COMMITTED transaction, or pass wait => '0'.")));
 }
 
 /*
- * Acquire, waiting until the deadline.  A newcomer queues behind waiters already there, unless
- * it already holds the lease (a retry after a lost response must not wait for itself).
+ * Acquire every resource of res[] (in canonical order, distinct), waiting until the deadline;
+ * fills grants[] and returns true, or returns false with nothing granted.
+ *
+ * wait = 0 (deadline not after the start) is one round, exactly like a try-once acquire: it
+ * never queues, never sleeps, and so works in any isolation level; like a try-once acquire it
+ * may take a resource that is free at that instant although others are queued for it.
+ *
+ * Otherwise a round that does not get everything is rolled back before any sleep, so the caller
+ * sleeps holding no grant and no row lock of this call: another session's acquire of a resource
+ * granted in a failed round does not wait for it, and no wait cycle can hide from the deadlock
+ * detector.  The caller then queues (one queue at a time, per backend) for the resource that
+ * stopped the round, and when its turn comes (a release, the holder's deadline, or a predecessor
+ * leaving) tries the whole set again.  A newcomer queues behind waiters already there.
  */
-static void
-fl_acquire_waiting(text *resource, text *owner, int64 ttl, TimestampTz deadline, FlGrant *g)
+static bool
+fl_acquire_set(text **res, int n, text *owner, int64 ttl, TimestampTz deadline, FlGrant *grants)
 {
-	uint64 key = fl_resource_key(resource);
-	TimestampTz start;
+	TimestampTz start = GetCurrentTimestamp();
+	bool once = deadline <= start;
+	volatile bool granted = false;
+	bool waited = false;
+	bool retried = false; /* one round straight after joining a queue, then sleep */
 	long backoff_ms = 10;
 
-	memset(g, 0, sizeof(*g));
-	if (fl_queue_length(key) == 0 || fl_holds(resource, owner))
-	{
-		fl_attempt(resource, owner, ttl, g);
-		if (g->granted || GetCurrentTimestamp() >= deadline)
-			return;
-	}
-	if (IsolationUsesXactSnapshot())
-		ereport(ERROR,
-				(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
-				 errmsg("a waiting acquire needs the READ COMMITTED isolation level"),
-				 errdetail("With a transaction snapshot, a release that commits while it waits "
-						   "stays invisible."),
-				 errhint("Wait in a READ COMMITTED transaction, or pass wait => '0'.")));
-
-	start = GetCurrentTimestamp();
-	fl_count(FL_WAITS, 1);
-	fl_queue_enter(key);
 	PG_TRY();
 	{
 		for (;;)
 		{
+			uint64 key;
+			TimestampTz holder_expires = 0;
 			TimestampTz now;
+			int busy;
 
 			/*
-			 * A wake-up that arrives while we look is kept in our slot (fl_queue_woken), so the
-			 * sleep below is skipped rather than the wake-up lost.  The attempt's subtransaction
+			 * A wake-up that arrives from here on is kept in our slot (fl_queue_woken), so the
+			 * sleep below is skipped rather than the wake-up lost.  A round's subtransaction
 			 * cancels any prepared condition-variable sleep, so we prepare only afterwards.
 			 */
 			fl_queue_clear_woken();
-			g->holder_expires = 0;
-			if (fl_queue_is_head())
+			if (fl_queue_my_key() == 0 || fl_queue_is_head())
 			{
-				fl_attempt(resource, owner, ttl, g);
-				if (g->granted)
+				/* A waiter whose client is gone must not take the lease it was woken for. */
+				if (waited)
+					fl_check_client();
+				busy = fl_round(res, n, owner, ttl, !once, grants, &holder_expires);
+				if (busy < 0)
+				{
+					granted = true;
 					break;
+				}
+				if (once)
+					break;
+				key = fl_resource_key(res[busy]);
+				if (fl_queue_my_key() != key)
+				{
+					/* Give up the place in the old queue: its next waiter may try. */
+					fl_queue_leave(true);
+					if (GetCurrentTimestamp() >= deadline)
+						break;
+					if (IsolationUsesXactSnapshot())
+						fl_refuse_snapshot_wait();
+					if (!waited)
+					{
+						fl_count(FL_WAITS, 1);
+						waited = true;
+					}
+					fl_queue_enter(key);
+					/*
+					 * A release between the round and joining the queue woke nobody: look again
+					 * (once; without shared memory nothing wakes a poller, so it just sleeps).
+					 */
+					if (!retried && fl_shmem_ready())
+					{
+						retried = true;
+						continue;
+					}
+				}
 			}
+			retried = false;
 			now = GetCurrentTimestamp();
 			if (now >= deadline)
 				break;
-			fl_queue_prepare();
-			if (!fl_queue_woken())
-				fl_queue_sleep(fl_sleep_ms(now, deadline, g, &backoff_ms));
+			fl_wait_turn(fl_sleep_ms(now, deadline, holder_expires, &backoff_ms));
 		}
 	}
 	PG_FINALLY();
 	{
-		fl_queue_leave(!g->granted);
+		/* Without the lease, the next waiter gets its turn; with it, it waits for our release. */
+		fl_queue_leave(!granted);
 	}
 	PG_END_TRY();
-	fl_count(FL_WAIT_US, (uint64) (GetCurrentTimestamp() - start));
-	if (!g->granted)
-		fl_count(FL_WAIT_TIMEOUTS, 1);
+	if (waited)
+	{
+		fl_count(FL_WAIT_US, (uint64) (GetCurrentTimestamp() - start));
+		if (!granted)
+			fl_count(FL_WAIT_TIMEOUTS, 1);
+	}
+	return granted;
 }
 
 /* acquire(resource, owner, ttl, wait [, session]) */
@@ -229,18 +334,20 @@ fl_acquire_wait_sql(FunctionCallInfo fcinfo, bool session)
 	int64 wait = fl_arg_wait(fcinfo, 3);
 	FlGrant g;
 
+	bool granted;
+
 	/* The grants of this call bind the lease to this session (session.c), or unbind it. */
 	fl_grant_session = session ? fl_session_id() : 0;
 	PG_TRY();
 	{
-		fl_acquire_waiting(resource, owner, ttl, GetCurrentTimestamp() + wait, &g);
+		granted = fl_acquire_set(&resource, 1, owner, ttl, GetCurrentTimestamp() + wait, &g);
 	}
 	PG_FINALLY();
 	{
 		fl_grant_session = 0;
 	}
 	PG_END_TRY();
-	if (!g.granted)
+	if (!granted)
 		PG_RETURN_NULL();
 	PG_RETURN_INT64(g.fence);
 }
@@ -330,9 +437,9 @@ fencelock_acquire_all(PG_FUNCTION_ARGS)
 	int64 ttl = fl_arg_ttl(fcinfo, 2);
 	TimestampTz deadline = GetCurrentTimestamp() + fl_arg_wait(fcinfo, 3);
 	text ***order = palloc(sizeof(text **) * n);
+	text **sorted = palloc(sizeof(text *) * n);
+	FlGrant *grants = palloc(sizeof(FlGrant) * n);
 	Datum *fences = palloc(sizeof(Datum) * n);
-	FlSubxact x;
-	bool all = true;
 
 	for (int i = 0; i < n; i++)
 		order[i] = &resources[i];
@@ -342,34 +449,14 @@ fencelock_acquire_all(PG_FUNCTION_ARGS)
 			ereport(ERROR, (errcode(ERRCODE_INVALID_PARAMETER_VALUE),
 							errmsg("resource \"%s\" appears twice", text_to_cstring(*order[i])),
 							errhint("Pass each resource once.")));
+	for (int i = 0; i < n; i++)
+		sorted[i] = *order[i];
 
-	/*
-	 * All or none: the grants are made in a subtransaction that is rolled back when one of them
-	 * cannot be had in time, so no fence of a partial grant is ever issued.
-	 */
-	fl_subxact_begin(&x);
-	PG_TRY();
-	{
-		for (int i = 0; i < n && all; i++)
-		{
-			FlGrant g;
-
-			fl_acquire_waiting(*order[i], owner, ttl, deadline, &g);
-			all = g.granted;
-			fences[order[i] - resources] = Int64GetDatum(g.fence);
-		}
-	}
-	PG_CATCH();
-	{
-		/* A cancel or timeout while waiting: undo the partial grants, then report it. */
-		fl_subxact_end(&x, false);
-		PG_RE_THROW();
-	}
-	PG_END_TRY();
-	fl_subxact_end(&x, all);
-
-	if (!all)
+	/* All or none: a round that does not get every resource is rolled back (fl_acquire_set). */
+	if (!fl_acquire_set(sorted, n, owner, ttl, deadline, grants))
 		PG_RETURN_NULL();
+	for (int i = 0; i < n; i++)
+		fences[order[i] - resources] = Int64GetDatum(grants[i].fence);
 	PG_RETURN_ARRAYTYPE_P(construct_array(fences, n, INT8OID, 8, FLOAT8PASSBYVAL, TYPALIGN_DOUBLE));
 }
 

@@ -3,6 +3,8 @@
 -- the leases view, and a later grant without session => true unbinding the lease.  (Ending the
 -- session is in test/t/080_session_leases.pl, notifications in the notify_* isolation specs.)
 \set VERBOSITY terse
+-- Fences below start at 1: no lease row or purge floor left by earlier tests.
+TRUNCATE fencelock.lease, fencelock.fence_floor;
 CREATE ROLE regress_ops;
 CREATE ROLE regress_app;
 
@@ -35,6 +37,17 @@ RESET ROLE;
 SELECT fencelock.release('rv:held', 'app-token-2') AS released,
        fencelock.revoke('rv:held') AS fence_of_free_revoke;
 SELECT revokes >= 2 AS revokes_counted FROM fencelock.stats;
+
+-- A lease-bound table refuses the revoked holder's fence at once, even on rows nobody wrote since.
+CREATE TABLE rv_data (id int PRIMARY KEY, v text, last_fence bigint);
+CREATE TRIGGER fence BEFORE INSERT OR UPDATE OR DELETE ON rv_data FOR EACH ROW
+    EXECUTE FUNCTION fencelock.fence_trigger('last_fence', 'lease=rv:bound');
+SELECT fencelock.acquire('rv:bound', 'writer', '1 hour') AS bound_fence;
+INSERT INTO rv_data VALUES (1, 'before', 1), (2, 'before', 1);
+SELECT fencelock.revoke('rv:bound') AS revoked_to;
+UPDATE rv_data SET v = 'after revoke', last_fence = 1 WHERE id = 2;
+SELECT fencelock.renew('rv:bound', 'writer') AS writer_renews;
+DROP TABLE rv_data;
 
 -- Session-bound leases: the flag must be given, and shows in leases.
 SELECT fencelock.acquire('rv:session', 'me', '1 hour', '0', NULL);

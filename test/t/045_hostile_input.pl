@@ -9,6 +9,7 @@ use strict;
 use warnings FATAL => 'all';
 
 use Encode ();
+use Time::HiRes ();
 use FencelockTest;
 use PostgreSQL::Test::Utils;
 use Test::More;
@@ -289,6 +290,162 @@ is( $node->safe_psql('postgres', q{
 	'odd but valid keys: no fence, nothing to release or renew');
 is(fl_lease_digest($node), $before, 'and no lease row changed');
 
+# --- leases (issue 10) ---
+# Pinning (finding 3): hostile calls by an unprivileged role that lose a race for a lease row, in
+# a transaction it then leaves open.  Each call runs while the holder's transaction has the row
+# changed; once the holder commits and the call returns, the holder's next call must not wait for
+# the hostile transaction (lock_timeout would end it with 55P03).  Schema takeover (finding 4):
+# what an unprivileged role or a database owner might do to redirect the statements fencelock
+# runs as the extension's owner; each is refused, or leaves the statements on fencelock's tables.
+{
+	my $lease_holder = fl_client($node->connstr('postgres'));
+	my $lease_app = fl_client($node->connstr('postgres') . ' user=app');
+
+	# Send SQL to a client without waiting; wait for it later.
+	my $lease_send = sub {
+		my ($c, $sql) = @_;
+		my $mark = "fl_client: done " . ++$c->{n};
+		$c->{in} .= "$sql\n;\n\\echo '$mark'\n\\warn '$mark'\n";
+		$c->{run}->pump_nb;
+		return $mark;
+	};
+	my $lease_done = sub {
+		my ($c, $mark) = @_;
+		$c->{run}->pump_nb;
+		return $c->{out} =~ /\Q$mark\E\n/ && $c->{err} =~ /\Q$mark\E\n/;
+	};
+	my $lease_wait = sub {
+		my ($c, $mark) = @_;
+		$c->{timer}->start($PostgreSQL::Test::Utils::timeout_default);
+		$c->{run}->pump until $c->{out} =~ /\Q$mark\E\n/ && $c->{err} =~ /\Q$mark\E\n/;
+		my ($out, $err) = ($c->{out}, $c->{err});
+		($c->{out}, $c->{err}) = ('', '');
+		$out =~ s/\Q$mark\E\n//;
+		$err =~ s/\Q$mark\E\n//;
+		return ($out, $err);
+	};
+
+	# [group, begin, hostile SQL as app]; %s is the resource.  Every call fails: one that is
+	# granted the lease holds its row lock rightly, so none is made where the lease is free.
+	my @pin = (
+		[ 'grant', 'BEGIN', q{SELECT fencelock.acquire('%s', 'app-1')} ],
+		[ 'grant', 'BEGIN', q{SELECT fencelock.acquire('%s', 'app-1', '1 hour')} ],
+		[ 'grant', 'BEGIN', q{SELECT fencelock.acquire('%s', 'app-1', '1 hour', '0')} ],
+		[ 'grant', 'BEGIN', q{SELECT fencelock.acquire('%s', 'app-1', '1 hour', '20 milliseconds')} ],
+		[ 'grant', 'BEGIN', q{SELECT fencelock.acquire('%s', 'app-1', '1 millisecond')} ],
+		[ 'grant', 'BEGIN', q{SELECT fencelock.acquire('%s', repeat('o', 256), '1 hour')} ],
+		[ 'grant', 'BEGIN', q{SELECT fencelock.acquire_all(ARRAY['%s'], 'app-1')} ],
+		[ 'grant', 'BEGIN', q{SELECT fencelock.acquire_all(ARRAY['%s', 'pin:zz-other'], 'app-1')} ],
+		[ 'grant', 'BEGIN', q{SELECT fencelock.acquire_all(ARRAY['pin:00-other', '%s'], 'app-1', '1 hour', '20 milliseconds')} ],
+		[ 'grant', 'BEGIN', q{SAVEPOINT s; SELECT fencelock.acquire('%s', 'app-1'); RELEASE SAVEPOINT s} ],
+		[ 'grant', 'BEGIN', q{SELECT fencelock.acquire('%s', 'app-' || g) FROM generate_series(1, 5) AS g} ],
+		[ 'grant', 'BEGIN', q{DO $$BEGIN PERFORM fencelock.acquire('%s', 'app-1'); EXCEPTION WHEN OTHERS THEN NULL; END$$} ],
+		[ 'grant', 'BEGIN ISOLATION LEVEL REPEATABLE READ', q{SELECT fencelock.acquire('%s', 'app-1')} ],
+		[ 'grant', 'BEGIN', q{SELECT fencelock.renew('%s', 'holder')} ],
+		[ 'grant', 'BEGIN', q{SELECT fencelock.assert_fence('%s', 1)} ],
+		[ 'owner', 'BEGIN', q{SELECT fencelock.renew('%s', 'holder')} ],
+		[ 'owner', 'BEGIN', q{SELECT fencelock.renew('%s', 'holder', '1 hour')} ],
+		[ 'owner', 'BEGIN', q{SELECT fencelock.release('%s', 'holder')} ],
+		[ 'owner', 'BEGIN', q{SELECT fencelock.release_all(ARRAY['%s'], 'holder')} ],
+		[ 'owner', 'BEGIN', q{SELECT fencelock.assert_fence('%s', fencelock.current_fence('%s'))} ],
+		[ 'owner', 'BEGIN', q{SELECT fencelock.current_fence('%s')} ]);
+	my $pinned = 0;
+	my $i = 0;
+	foreach my $case (@pin)
+	{
+		my ($group, $begin, $hostile) = @$case;
+		my $r = sprintf('pin:%02d', ++$i);
+		my $sql = $hostile =~ s/%s/$r/gr;
+
+		# grant: the row is free and the holder takes it; owner: the holder holds it and releases.
+		$lease_holder->query(qq{SELECT fencelock.acquire('$r', 'holder', '1 hour')});
+		$lease_holder->query(qq{SELECT fencelock.release('$r', 'holder')}) if $group eq 'grant';
+		$lease_holder->query('BEGIN');
+		$lease_holder->query($group eq 'grant'
+			? qq{SELECT fencelock.acquire('$r', 'holder', '1 hour')}
+			: qq{SELECT fencelock.release('$r', 'holder')});
+		$lease_app->query($begin);
+		my $mark = $lease_send->($lease_app, $sql);
+		# Until the hostile call waits for the holder's row (or has finished).
+		for (my $n = 0; $n < 1000 && !$lease_done->($lease_app, $mark); $n++)
+		{
+			last if $node->safe_psql('postgres', q{
+				SELECT count(*) FROM pg_stat_activity
+				 WHERE usename = 'app' AND wait_event_type = 'Lock'}) ne '0';
+			Time::HiRes::usleep(10_000);
+		}
+		$lease_holder->query('COMMIT');
+		$lease_wait->($lease_app, $mark);
+		$lease_holder->query(q{SET lock_timeout = '3s'});
+		my ($out, $err) = $lease_holder->query($group eq 'grant'
+			? qq{SELECT fencelock.renew('$r', 'holder', '1 hour')}
+			: qq{SELECT fencelock.acquire('$r', 'next', '1 hour') IS NOT NULL});
+		$lease_holder->query('RESET lock_timeout');
+		$pinned++, diag("pinned by: $sql: $err") unless $out eq 't' && $err eq '';
+		$lease_app->query('ROLLBACK');
+	}
+	is($pinned, 0, scalar(@pin) . ' hostile calls that lost a race left no lease row pinned');
+
+	# Schema takeover: as app, and as the owner of a database the extension is installed in.
+	$node->safe_psql('postgres', q{
+		CREATE ROLE lease_dbo LOGIN;
+		CREATE DATABASE lease_db OWNER lease_dbo;});
+	$node->safe_psql('lease_db', 'CREATE EXTENSION fencelock');
+	my @ddl = (
+		'ALTER SCHEMA fencelock RENAME TO fl_taken',
+		'ALTER SCHEMA fencelock OWNER TO CURRENT_USER',
+		'DROP SCHEMA fencelock CASCADE',
+		'CREATE TABLE fencelock.lease2 (x int)',
+		'CREATE VIEW fencelock.v AS SELECT 1 AS x',
+		'CREATE FUNCTION fencelock.now() RETURNS timestamptz LANGUAGE sql AS $$SELECT now()$$',
+		'CREATE OPERATOR fencelock.= (LEFTARG = text, RIGHTARG = text, FUNCTION = texteq)',
+		'CREATE TYPE fencelock.interval AS (x int)',
+		'ALTER TABLE fencelock.lease RENAME TO lease_old',
+		'ALTER TABLE fencelock.lease OWNER TO CURRENT_USER',
+		'ALTER TABLE fencelock.lease ENABLE ROW LEVEL SECURITY',
+		'CREATE POLICY p ON fencelock.lease USING (true)',
+		'CREATE RULE r AS ON UPDATE TO fencelock.lease DO ALSO NOTHING',
+		'CREATE TRIGGER t BEFORE UPDATE ON fencelock.lease FOR EACH ROW EXECUTE FUNCTION fencelock.fence_trigger()',
+		'COMMENT ON SCHEMA fencelock IS $$taken$$',
+		'ALTER EXTENSION fencelock UPDATE',
+		'DROP EXTENSION fencelock');
+	my $refused = 0;
+	foreach my $role ('app', 'lease_dbo')
+	{
+		foreach my $sql (@ddl)
+		{
+			my ($state, $msg) = fl_error($node, 'lease_db', $sql, extra_params => [ '-U', $role ]);
+			$refused++ if defined $state && $state eq '42501';
+			diag("role $role: $sql: " . ($state // 'accepted')) unless defined $state && $state eq '42501';
+		}
+	}
+	is($refused, 2 * @ddl, 2 * @ddl . ' schema takeover statements by app and the database owner: all refused (42501)');
+
+	# Shadowing by name: a temporary lease table and search_path do not redirect the statements.
+	my ($out, $err) = ('', '');
+	$node->psql('lease_db', q{
+		CREATE TEMP TABLE lease (resource text, owner text, fence int8, acquired_at timestamptz,
+		                         expires_at timestamptz, holder name, granted_how "char",
+		                         lock_delay interval);
+		SET search_path = pg_temp, public;
+		SELECT fencelock.acquire('shadow', 'app-3') IS NOT NULL;
+		SELECT count(*) FROM lease;}, stdout => \$out, stderr => \$err,
+		extra_params => [ '-U', 'app' ]);
+	is($out, "t\n0", 'a temporary lease table earlier in search_path is not used');
+
+	# Installing into a schema the database owner made first is refused.
+	$node->safe_psql('postgres', 'CREATE DATABASE lease_db2 OWNER lease_dbo');
+	$node->safe_psql('lease_db2', 'CREATE SCHEMA fencelock', extra_params => [ '-U', 'lease_dbo' ]);
+	my ($state) = fl_error($node, 'lease_db2', 'CREATE EXTENSION fencelock');
+	is($state, '55000', "CREATE EXTENSION into the database owner's schema fencelock is refused");
+
+	my $tried = @pin + 2 * @ddl + 2;
+	note("leases (issue 10): $tried hostile inputs tried (pinning " . scalar(@pin)
+		  . ', schema takeover ' . (2 * @ddl + 2) . ')');
+	$lease_holder->quit;
+	$lease_app->quit;
+}
+
 fl_no_crash($node, 'hostile input');
 
 # --- task tables (issue 10) ---
@@ -472,4 +629,137 @@ is($node->safe_psql('postgres', 'SELECT md5(string_agg(pq::text, \',\')) FROM pq
 	'the claimed row is unchanged by every refused call');
 note "task tables: $task_inputs hostile inputs tried";
 fl_no_crash($node, 'hostile task-table input');
+
+# --- waiting (issue 10) ---
+# Waiting misuse: absurd waits, waits inside REPEATABLE READ / SERIALIZABLE / read-only
+# transactions, cancel, terminate and kill storms, and ghost waiters (clients killed while
+# queued).  Each input returns (NULL while the lease is held) or raises its documented SQLSTATE;
+# afterwards no backend is queued, no row lock is held, the held lease is still the holder's and
+# no fence was issued.
+{
+	use IPC::Run ();
+	use Time::HiRes qw(time);
+
+	my $tried = 0;
+	$node->safe_psql('postgres', q{SELECT fencelock.acquire('hostile:wait', 'holder', '1 hour')});
+	my $before_wait = fl_lease_digest($node);
+
+	# Absurd waits, for acquire and for acquire_all (whose free first resource must not stay
+	# granted).  '' = no error (NULL at once or at the deadline); statement_timeout is 300 ms.
+	my @waits = (
+		[ 'NULL', '22004' ],
+		[ q{'-1 second'}, '22023' ],
+		[ q{'-1 microsecond'}, '22023' ],
+		[ q{'1 month -31 days'}, '22023' ],
+		[ q{'2147483647 days'}, '22023' ],
+		[ q{'178000000 years'}, '22023' ],
+		[ q{'-178000000 years'}, '22023' ],
+		[ q{'2147483647 hours'}, '57014' ],
+		[ q{'1000 years'}, '57014' ],
+		[ q{'1 microsecond'}, '' ],
+		[ q{'0'}, '' ],
+		[ q{'-0 seconds'}, '' ],
+		[ q{'1 month -30 days'}, '' ],
+		[ q{'100 milliseconds'}, '' ]);
+	foreach my $w (@waits)
+	{
+		my ($wait, $want) = @$w;
+		foreach my $call (
+			"SELECT fencelock.acquire('hostile:wait', 'w', '1 minute', ${wait}::interval)",
+			"SELECT fencelock.acquire_all(ARRAY['hostile:wait', 'hostile:a-free'], 'w', '1 minute', ${wait}::interval)")
+		{
+			$tried++;
+			my ($state, $msg) = fl_error($node, 'postgres', "SET statement_timeout = '300ms'; $call");
+			is($state // '', $want, "wait $wait: " . ($want || 'no error') . ($msg ? " ($msg)" : ''));
+		}
+	}
+
+	# Waits inside a transaction snapshot or a read-only transaction.
+	foreach my $level ('REPEATABLE READ', 'SERIALIZABLE')
+	{
+		foreach my $c (
+			[ q{SELECT fencelock.acquire('hostile:wait', 'w', '1 minute', '0')}, '' ],
+			[ q{SELECT fencelock.acquire_all(ARRAY['hostile:a-free', 'hostile:wait'], 'w')}, '' ],
+			[ q{SELECT fencelock.acquire('hostile:wait', 'w', '1 minute', '1 second')}, '0A000' ],
+			[ q{SELECT fencelock.acquire_all(ARRAY['hostile:a-free', 'hostile:wait'], 'w', '1 minute', '1 second')}, '0A000' ],
+			[ q{SELECT fencelock.acquire('hostile:wait', 'holder', '1 hour', '1 hour')}, '' ])
+		{
+			$tried++;
+			my ($state, $msg) = fl_error($node, 'postgres',
+				"BEGIN ISOLATION LEVEL $level; $c->[0]; ROLLBACK;");
+			is($state // '', $c->[1], "$level: $c->[0]: " . ($c->[1] || 'no error') . ($msg ? " ($msg)" : ''));
+		}
+	}
+	$tried++;
+	my ($ro_state) = fl_error($node, 'postgres',
+		q{BEGIN READ ONLY; SELECT fencelock.acquire('hostile:a-free', 'w', '1 minute', '1 second'); ROLLBACK;});
+	is($ro_state, '25006', 'a waiting acquire in a read-only transaction: 25006');
+
+	# Many waits in one statement, and a cancel caught again and again inside one session: the
+	# backend leaves the queue each time.
+	$tried += 50;
+	is( $node->safe_psql('postgres', q{
+		SELECT count(*) FROM generate_series(1, 50) AS g
+		 WHERE fencelock.acquire('hostile:wait', 'w' || g, '1 minute', '2 milliseconds') IS NULL}),
+		'50', '50 short waits in one statement: each NULL');
+	# statement_timeout in a row of statements in one session: each cancel leaves the queue.
+	$tried += 20;
+	my ($cout, $cerr) = ('', '');
+	$node->psql('postgres',
+		"SET statement_timeout = '30ms';\n"
+		  . "SELECT fencelock.acquire_all(ARRAY['hostile:a-free', 'hostile:wait'], 'w', '1 minute', '1 hour');\n" x 20,
+		stdout => \$cout, stderr => \$cerr, on_error_stop => 0);
+	my $cancels = () = $cerr =~ /canceling statement due to statement timeout/g;
+	is($cancels, 20, '20 cancels (statement_timeout) in a row in one session: each ends its wait');
+	is($node->safe_psql('postgres', "SELECT fencelock.waiters('hostile:wait')"), '0',
+		'and nothing is left queued');
+
+	# Storms from outside: waiters cancelled, terminated, or whose clients are killed.
+	my $start = sub {
+		my ($n) = @_;
+		my @h;
+		for my $i (1 .. $n)
+		{
+			my ($out, $err) = ('', '');
+			push @h, IPC::Run::start(
+				[ 'psql', '-X', '-q', '-A', '-t', '-d', $node->connstr('postgres'), '-c',
+				  "SELECT fencelock.acquire_all(ARRAY['hostile:a-free', 'hostile:wait'], 'storm$i', '1 minute', '60 seconds')" ],
+				'>', \$out, '2>', \$err);
+		}
+		$node->poll_query_until('postgres', "SELECT fencelock.waiters('hostile:wait') = $n")
+		  or die "the $n storm waiters never queued";
+		return @h;
+	};
+	foreach my $storm (
+		[ 'cancel', 'SELECT pg_cancel_backend(pid)' ],
+		[ 'terminate', 'SELECT pg_terminate_backend(pid)' ],
+		[ 'kill -9 of the clients', undef ])
+	{
+		my ($what, $sql) = @$storm;
+		my @h = $start->(6);
+		$tried += 6;
+		my $t0 = time;
+		if ($sql)
+		{
+			$node->safe_psql('postgres', qq{
+				$sql FROM pg_stat_activity
+				 WHERE query LIKE '%storm%' AND pid <> pg_backend_pid() AND backend_type = 'client backend'}) for 1 .. 5;
+		}
+		else
+		{
+			$_->signal('KILL') for @h;
+		}
+		eval { $_->finish } for @h;
+		$node->poll_query_until('postgres', "SELECT fencelock.waiters('hostile:wait') = 0")
+		  or die "storm ($what): waiters stayed queued";
+		cmp_ok(time - $t0, '<', 10, "storm ($what) of 6 waiters: the queue empties promptly");
+	}
+
+	is($node->safe_psql('postgres', q{
+		SELECT count(*) FROM pg_locks WHERE locktype = 'tuple' OR (locktype = 'transactionid' AND NOT granted)}),
+		'0', 'waiting misuse: no row lock is left');
+	is(fl_lease_digest($node), $before_wait, 'waiting misuse: no lease changed, no fence issued');
+	note "waiting (issue 10): $tried hostile inputs tried";
+	fl_no_crash($node, 'waiting misuse');
+}
 done_testing();

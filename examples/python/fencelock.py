@@ -1,0 +1,147 @@
+"""fencelock from Python (psycopg 3): a lease with a watchdog, and typed fencing errors.
+
+    with fencelock.Lease(conninfo, "report:daily", ttl=30) as lease:
+        for part in parts:
+            work(part)                            # between calls: lease.check() or lease.lost
+            lease.execute("UPDATE reports SET done = %s, last_fence = %s WHERE id = 1",
+                          [part, lease.fence])    # StaleFence (FL001) after a takeover;
+                                                  # LeaseLost once the watchdog lost the lease
+
+Lease takes the lease on entry (Busy when another owner holds it), renews it every ttl/3 from a
+thread on its own connection, and when a renewal fails or finds the lease gone it cancels the
+statement the work is running and makes the next lease call raise LeaseLost.  It releases the
+lease on exit.  Errors of the fencelock API come back as the classes below, not as SQLSTATEs to
+compare by hand.
+"""
+
+import contextlib
+import threading
+import uuid
+
+import psycopg
+from psycopg import errors as pgerrors
+
+__all__ = ["FencelockError", "StaleFence", "Unfenced", "Busy", "LeaseLost", "Lease", "translated"]
+
+
+class FencelockError(Exception):
+    """Base class; sqlstate is set when the server raised it."""
+
+    sqlstate = None
+
+
+class StaleFence(FencelockError):
+    """FL001: a newer holder exists.  Roll back and stop; never retry with the same fence."""
+
+    sqlstate = "FL001"
+
+
+class Unfenced(FencelockError):
+    """FL002: the write did not carry a fence (a bug in the caller)."""
+
+    sqlstate = "FL002"
+
+
+class Busy(FencelockError):
+    """acquire returned NULL: another owner holds a live lease."""
+
+
+class LeaseLost(FencelockError):
+    """The watchdog could not renew the lease: stop the work."""
+
+
+_BY_SQLSTATE = {cls.sqlstate: cls for cls in (StaleFence, Unfenced)}
+
+
+@contextlib.contextmanager
+def translated():
+    """Re-raise FL001/FL002 from psycopg as StaleFence/Unfenced (the original as __cause__)."""
+    try:
+        yield
+    except psycopg.Error as e:
+        cls = _BY_SQLSTATE.get(e.sqlstate)
+        if cls is None:
+            raise
+        raise cls(e.diag.message_primary or str(e)) from e
+
+
+class Lease:
+    """A fencelock lease held while the with-block runs, renewed by a watchdog thread."""
+
+    def __init__(self, conninfo, resource, owner=None, ttl=30.0, wait=0.0):
+        self.conninfo, self.resource, self.ttl, self.wait = conninfo, resource, ttl, wait
+        self.owner = owner or f"{resource}:{uuid.uuid4()}"  # unguessable: it renews and releases
+        self.fence = None
+        self.released = None
+        self.lost_reason = None
+        self._lost = threading.Event()
+        self._stop = threading.Event()
+
+    def __enter__(self):
+        self._wd = psycopg.connect(self.conninfo, autocommit=True)  # the watchdog's own
+        with contextlib.ExitStack() as undo:  # on any error below, close what was opened
+            undo.callback(self._wd.close)
+            self.conn = psycopg.connect(self.conninfo, autocommit=True)  # the work's
+            undo.callback(self.conn.close)
+            # Autocommit: the fence is valid once the grant has committed.
+            self.fence = self._wd.execute(
+                "SELECT fencelock.acquire(%s, %s, %s::interval, %s::interval)",
+                [self.resource, self.owner, f"{self.ttl} s", f"{self.wait} s"]).fetchone()[0]
+            if self.fence is None:
+                raise Busy(f"{self.resource} is held by another owner")
+            undo.pop_all()
+        self._thread = threading.Thread(target=self._watch, name="fencelock-watchdog", daemon=True)
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc):
+        self._stop.set()
+        self._thread.join()
+        try:
+            self.released = self._wd.execute("SELECT fencelock.release(%s, %s)",
+                                              [self.resource, self.owner]).fetchone()[0]
+        finally:
+            self._close()
+        return False
+
+    def _close(self):
+        self.conn.close()
+        self._wd.close()
+
+    def _watch(self):
+        while not self._stop.wait(self.ttl / 3):
+            try:
+                ok = self._wd.execute("SELECT fencelock.renew(%s, %s, %s::interval)",
+                                      [self.resource, self.owner, f"{self.ttl} s"]).fetchone()[0]
+                why = None if ok else "the lease expired or was taken over"
+            except psycopg.Error as e:
+                why = f"renewal failed: {e}"
+            if why:
+                self.lost_reason = why
+                self._lost.set()
+                self.conn.cancel()  # interrupts the work's running statement, if any
+                return
+
+    @property
+    def lost(self):
+        return self._lost.is_set()
+
+    def check(self):
+        """Raise LeaseLost if the watchdog lost the lease."""
+        if self._lost.is_set():
+            raise LeaseLost(self.lost_reason)
+
+    def sleep(self, seconds):
+        """Wait (doing work elsewhere, or just pacing), waking at once when the lease is lost."""
+        if self._lost.wait(seconds):
+            raise LeaseLost(self.lost_reason)
+
+    def execute(self, query, params=None):
+        """Run a statement on the work connection; carry self.fence in every fenced write."""
+        self.check()
+        try:
+            with translated():
+                return self.conn.execute(query, params)
+        except pgerrors.QueryCanceled:
+            self.check()  # cancelled by the watchdog: LeaseLost
+            raise

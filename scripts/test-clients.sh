@@ -1,0 +1,334 @@
+#!/usr/bin/env bash
+# Client examples and monitoring, against a running throwaway cluster: the Python and Node
+# programs of examples/ (a fenced job, a task-table worker, each frozen with SIGSTOP past its
+# lease) and contrib/prometheus/fencelock-queries.yaml through prometheus-postgres-exporter.
+#
+# Needs PGHOST, PGPORT, PGUSER (a superuser), PGDATABASE of a cluster started with
+# shared_preload_libraries = 'fencelock' and the extension installed; creates its own database
+# fencelock_clients and role fencelock_exporter there.  Installs python3-psycopg,
+# prometheus-postgres-exporter (apt-get, as root) and examples/node's modules (npm ci) when
+# missing.  Prints "ok N - ..." / "not ok N - ..." per check, then "clients: N passed, M failed";
+# exit status 0 only when every check passed.
+set -uo pipefail
+cd "$(dirname "$0")/.."
+root=$PWD
+: "${PGHOST:?PGHOST must name the cluster}" "${PGPORT:?}" "${PGUSER:?}" "${PGDATABASE:?}"
+
+PY=${FENCELOCK_PYTHON:-/usr/bin/python3} # Debian's interpreter: python3-psycopg is for it
+export PYTHONDONTWRITEBYTECODE=1
+EXPORTER=/usr/bin/prometheus-postgres-exporter
+DB=fencelock_clients
+
+# -- dependencies ------------------------------------------------------------------------------
+missing=()
+for p in python3-psycopg prometheus-postgres-exporter nodejs npm; do
+	dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'install ok installed' || missing+=("$p")
+done
+# node and npm may come from elsewhere than Debian's packages: only install what is not there.
+command -v node >/dev/null && missing=("${missing[@]/nodejs/}")
+command -v npm >/dev/null && missing=("${missing[@]/npm/}")
+read -ra missing <<<"${missing[*]}"
+if [ ${#missing[@]} -gt 0 ]; then
+	[ "$(id -u)" -eq 0 ] || { echo "run as root to install ${missing[*]}" >&2; exit 1; }
+	apt-get update -qq
+	DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null 2>&1 ||
+		{ echo "apt-get install ${missing[*]} failed" >&2; exit 1; }
+fi
+if [ ! -f examples/node/node_modules/.package-lock.json ] ||
+	[ examples/node/package-lock.json -nt examples/node/node_modules/.package-lock.json ]; then
+	(cd examples/node && npm ci --no-audit --no-fund --silent >/dev/null) || { echo "npm ci failed" >&2; exit 1; }
+fi
+
+# -- harness -----------------------------------------------------------------------------------
+work=$(mktemp -d /tmp/fencelock-clients.XXXXXX)
+chmod 755 "$work"
+exporter_pid=
+cleanup() {
+	[ -z "$exporter_pid" ] || { kill "$exporter_pid" 2>/dev/null; wait "$exporter_pid" 2>/dev/null; }
+	[ -n "${KEEP:-}" ] || rm -rf "$work"
+}
+trap cleanup EXIT
+
+n=0 passed=0 failed=0
+# result DESCRIPTION STATUS [FILE...]: one TAP-style line; on failure the files, commented.
+result() {
+	local desc=$1 status=$2
+	shift 2
+	n=$((n + 1))
+	if [ "$status" -eq 0 ]; then
+		passed=$((passed + 1))
+		echo "ok $n - $desc"
+	else
+		failed=$((failed + 1))
+		echo "not ok $n - $desc"
+		for f in "$@"; do [ -f "$f" ] && sed 's/^/#   /' "$f" | tail -20; done
+	fi
+}
+expect() { # expect DESCRIPTION CONDITION-STRING [FILE...]: evaluates the condition
+	local desc=$1 cond=$2
+	shift 2
+	eval "$cond"
+	result "$desc" $? "$@"
+}
+q() { PGOPTIONS="${PGOPTIONS:-} -c client_min_messages=warning" psql -X -q -v ON_ERROR_STOP=1 -At -d "$DB" "$@"; }
+# wait_for CONDITION [TENTHS]: poll a shell condition every 0.1 s, at most TENTHS times (50).
+wait_for() {
+	local i
+	for ((i = 0; i < ${2:-50}; i++)); do
+		eval "$1" && return 0
+		sleep 0.1
+	done
+	return 1
+}
+# finish PID [TENTHS]: wait for a background program (killed after TENTHS, default 300); its status.
+finish() {
+	local i
+	for ((i = 0; i < ${2:-300}; i++)); do
+		kill -0 "$1" 2>/dev/null || break
+		sleep 0.1
+	done
+	kill -0 "$1" 2>/dev/null && { kill -CONT "$1"; kill -KILL "$1"; }
+	wait "$1"
+}
+elapsed() { echo "$(($(date +%s%N) / 1000000 - $1))"; } # ms since $1 (ms)
+now_ms() { echo "$(($(date +%s%N) / 1000000))"; }
+
+q -d "$PGDATABASE" -c "DROP DATABASE IF EXISTS $DB" -c "CREATE DATABASE $DB" ||
+	{ echo "cannot create database $DB" >&2; exit 1; }
+q <<'SQL' || { echo "cannot set up database fencelock_clients" >&2; exit 1; }
+CREATE EXTENSION fencelock;
+CREATE TABLE report_runs (resource text PRIMARY KEY, step integer, written_by text, last_fence bigint);
+CREATE TRIGGER fence BEFORE UPDATE ON report_runs FOR EACH ROW
+    EXECUTE FUNCTION fencelock.fence_trigger('last_fence');
+INSERT INTO report_runs (resource) VALUES ('report:py'), ('report:node'), ('report:metrics');
+SQL
+export PGDATABASE=$DB
+
+# One walkthrough table (doc/claim.md) and one jobs table (with fail()'s columns) per language.
+make_tables() { # make_tables SUFFIX
+	q <<SQL
+CREATE TABLE tasks_$1 (id text PRIMARY KEY, state text NOT NULL DEFAULT 'ready', lease_owner text,
+                    lease_until timestamptz, attempt_id integer NOT NULL DEFAULT 0,
+                    fence bigint NOT NULL DEFAULT 0, checkpoint text, result text);
+SELECT fencelock.enable_tasks('tasks_$1', attempt_col => 'attempt_id');
+INSERT INTO tasks_$1 (id) VALUES ('task-91');
+CREATE TABLE jobs_$1 (id text PRIMARY KEY, state text NOT NULL DEFAULT 'ready', lease_owner text,
+                   lease_until timestamptz, attempt integer NOT NULL DEFAULT 0,
+                   fence bigint NOT NULL DEFAULT 0, max_attempts integer DEFAULT 2,
+                   last_error text, checkpoint text, result text);
+SELECT fencelock.enable_tasks('jobs_$1');
+INSERT INTO jobs_$1 (id) VALUES ('job-1'), ('bad-2'), ('job-3'), ('job-4');
+SQL
+}
+
+# -- the scenarios, per language ---------------------------------------------------------------
+# run_lang LANG JOB WORKER: JOB and WORKER are the command words of the two programs.
+run_lang() {
+	local lang=$1 job=$2 worker=$3 res="report:$1" out=$work/$1 pa t0 ms fa= fb= st
+	mkdir -p "$out"
+	make_tables "$lang" >/dev/null || { result "$lang: set up tables" 1; return; }
+
+	timeout 30 $job --resource "$res" --name solo --ttl 3 --steps 3 --work 0.05 >"$out/solo" 2>&1
+	st=$?
+	expect "$lang: fenced job writes each step with its fence and releases at the end" \
+		'[ $st -eq 0 ] && grep -q "solo: done; released: [Tt]rue" "$out/solo" &&
+		 [ "$(q -c "SELECT step || written_by FROM report_runs WHERE resource = '"'$res'"'")" = 3solo ]' "$out/solo"
+
+	q -c "SELECT fencelock.acquire('$res', 'someone-else', '30 s')" >/dev/null
+	timeout 30 $job --resource "$res" --name late --ttl 3 --steps 1 --work 0 >"$out/busy" 2>&1
+	st=$?
+	expect "$lang: fenced job exits busy (2) while another owner holds the lease" \
+		'[ $st -eq 2 ] && grep -q "late: busy" "$out/busy"' "$out/busy"
+	q -c "SELECT fencelock.release('$res', 'someone-else')" >/dev/null
+
+	# Frozen job: worker-a writes step 1, is stopped during its 10-second work, its 1-second
+	# lease expires, worker-b takes over; worker-a's watchdog must stop the work on resuming.
+	$job --resource "$res" --name worker-a --ttl 1 --steps 2 --work 10 >"$out/frozen-a" 2>&1 &
+	pa=$!
+	wait_for 'grep -qs "step 1 written" "$out/frozen-a"' 100
+	kill -STOP "$pa"
+	wait_for '[ "$(q -c "SELECT state FROM fencelock.leases WHERE resource = '"'$res'"'")" = expired ]'
+	timeout 30 $job --resource "$res" --name worker-b --ttl 5 --steps 1 --work 0 >"$out/frozen-b" 2>&1
+	st=$?
+	expect "$lang: frozen job: worker-b takes the expired lease over with a higher fence" \
+		'[ $st -eq 0 ] && fa=$(sed -n "s/.*acquired .* with fence \([0-9]*\)/\1/p" "$out/frozen-a") &&
+		 fb=$(sed -n "s/.*acquired .* with fence \([0-9]*\)/\1/p" "$out/frozen-b") && [ "$fb" -gt "$fa" ]' \
+		"$out/frozen-a" "$out/frozen-b"
+	t0=$(now_ms)
+	kill -CONT "$pa"
+	finish "$pa"
+	st=$?
+	ms=$(elapsed "$t0")
+	expect "$lang: frozen job: on resuming, the watchdog stops worker-a's work at once (exit 3 after ${ms} ms; release refused)" \
+		'[ $st -eq 3 ] && [ "$ms" -lt 3000 ] &&
+		 grep -q "worker-a: lease lost, work stopped: the lease expired or was taken over; released: [Ff]alse" "$out/frozen-a" &&
+		 ! grep -q "step 2 written" "$out/frozen-a"' "$out/frozen-a"
+	expect "$lang: frozen job: the row holds worker-b's write, none of worker-a's after the takeover" \
+		'[ "$(q -c "SELECT written_by || last_fence FROM report_runs WHERE resource = '"'$res'"'")" = "worker-b$fb" ]'
+
+	# Two workers, jobs longer than the ttl: heartbeats keep each job with its worker.
+	$worker --table "jobs_$lang" --name w1 --ttl 2 --steps 4 --step-time 0.7 --exit-when-idle >"$out/w1" 2>&1 &
+	pa=$!
+	timeout 60 $worker --table "jobs_$lang" --name w2 --ttl 2 --steps 4 --step-time 0.7 --exit-when-idle >"$out/w2" 2>&1
+	fb=$?
+	finish "$pa"
+	st=$?
+	expect "$lang: two workers: every job done once (heartbeats kept jobs longer than the ttl), bad-2 failed twice and is dead" \
+		'[ $st -eq 0 ] && [ $fb -eq 0 ] &&
+		 [ "$(q -c "SELECT string_agg(id || '"':'"' || state || '"':'"' || attempt, '"' '"' ORDER BY id) FROM jobs_$lang")" = \
+		   "bad-2:dead:2 job-1:done:1 job-3:done:1 job-4:done:1" ] &&
+		 [ "$(q -c "SELECT last_error FROM jobs_$lang WHERE id = '"'bad-2'"'")" = "cannot process bad-2" ] &&
+		 [ "$(q -c "SELECT count(*) FROM jobs_$lang WHERE result IN ('"'w1''s result'"', '"'w2''s result'"')")" = 3 ] &&
+		 [ "$(cat "$out/w1" "$out/w2" | grep -c ": completed job-")" = 3 ] &&
+		 ! grep -q dropped "$out/w1" "$out/w2"' "$out/w1" "$out/w2"
+
+	# doc/claim.md's walkthrough: worker-a claims task-91 and is frozen after step-3; worker-b
+	# claims it (fence 2) and finishes; worker-a's late checkpoint is refused with FL001.
+	$worker --table "tasks_$lang" --name worker-a --ttl 1 --steps 12 --step-time 0.2 --exit-when-idle >"$out/task-a" 2>&1 &
+	pa=$!
+	wait_for 'grep -qs "checkpoint step-3" "$out/task-a"' 100
+	kill -STOP "$pa"
+	wait_for '[ "$(q -c "SELECT lease_until < clock_timestamp() FROM tasks_'$lang'")" = t ]'
+	timeout 30 $worker --table "tasks_$lang" --name worker-b --ttl 5 --steps 12 --step-time 0.01 --exit-when-idle >"$out/task-b" 2>&1
+	fb=$?
+	kill -CONT "$pa"
+	finish "$pa"
+	st=$?
+	expect "$lang: walkthrough: frozen worker-a's late write is refused with FL001, surfaced as StaleFence, and it drops the job" \
+		'[ $st -eq 0 ] && [ $fb -eq 0 ] &&
+		 grep -q "worker-a: dropped task-91: StaleFence: fence 1 is older than the stored fence 2" "$out/task-a" &&
+		 ! grep -q "worker-a: completed" "$out/task-a"' "$out/task-a" "$out/task-b"
+	expect "$lang: walkthrough: task-91 ends done by worker-b, attempt 2, checkpoint step-12, worker-b's result" \
+		'[ "$(q -F"|" -c "SELECT state, lease_owner, attempt_id, checkpoint, result FROM tasks_'$lang'")" = \
+		   "done|worker-b|2|step-12|worker-b'"'"'s result" ]' "$out/task-a" "$out/task-b"
+	expect "$lang: walkthrough: the refusal is counted in fencelock.table_stats" \
+		'[ "$(q -c "SELECT stale_rejected FROM fencelock.table_stats WHERE \"table\" = '"'tasks_$lang'"'::regclass")" -ge 1 ]'
+}
+
+typed_errors_py() {
+	"$PY" - <<'PY'
+import sys
+sys.path.insert(0, "examples/python")
+import psycopg, fencelock
+with psycopg.connect("", autocommit=True) as c:
+    def outcome(query):
+        try:
+            with fencelock.translated():
+                c.execute(query)
+        except Exception as e:
+            return type(e).__name__
+    got = [outcome("UPDATE report_runs SET step = 0 WHERE resource = 'report:py'"),
+           outcome("UPDATE report_runs SET last_fence = 0 WHERE resource = 'report:py'"),
+           outcome("SELECT 1/0")]
+print(got)
+sys.exit(got != ["Unfenced", "StaleFence", "DivisionByZero"])
+PY
+}
+
+typed_errors_node() {
+	(cd examples/node && node --input-type=module -e '
+		import pg from "pg";
+		import { query } from "./fencelock.mjs";
+		const c = new pg.Client(); await c.connect();
+		const outcome = (sql) => query(c, sql).then(() => "none", (e) => e.name + (e.code ? ":" + e.code : "") + (e.cause ? "<" + e.cause.code : ""));
+		const got = [await outcome("UPDATE report_runs SET step = 0 WHERE resource = $$report:node$$"),
+		             await outcome("UPDATE report_runs SET last_fence = 0 WHERE resource = $$report:node$$"),
+		             await outcome("SELECT 1/0")];
+		await c.end();
+		console.log(JSON.stringify(got));
+		process.exitCode = JSON.stringify(got) === JSON.stringify(["Unfenced<FL002", "StaleFence<FL001", "error:22012"]) ? 0 : 1;')
+}
+
+t_start=$(now_ms)
+run_lang py "$PY examples/python/fenced_job.py" "$PY examples/python/task_worker.py"
+typed_errors_py >"$work/py/typed" 2>&1
+result "py: FL002 raises Unfenced, FL001 StaleFence, other errors stay psycopg's" $? "$work/py/typed"
+run_lang node "node examples/node/fenced-job.mjs" "node examples/node/task-worker.mjs"
+typed_errors_node >"$work/node/typed" 2>&1
+result "node: FL002 rejects with Unfenced, FL001 StaleFence (cause kept), other errors stay pg's" $? "$work/node/typed"
+
+# -- monitoring --------------------------------------------------------------------------------
+scrape() { # scrape FILE: the exporter's /metrics into FILE
+	"$PY" -c 'import sys, urllib.request
+sys.stdout.write(urllib.request.urlopen(sys.argv[1], timeout=10).read().decode())' \
+		"http://127.0.0.1:$port/metrics" >"$1" 2>/dev/null
+}
+metric() { # metric FILE NAME [LABEL-MATCH]: the sample's value (0 when absent)
+	awk -v name="$2" -v lab="${3:-}" '
+		(index($1, name "{") == 1 || $1 == name) && index($1, lab) { v = $NF; found = 1 }
+		END { print found ? v + 0 : 0 }' "$1"
+}
+
+q <<'SQL' >/dev/null
+DO $$BEGIN
+    IF NOT EXISTS (SELECT FROM pg_roles WHERE rolname = 'fencelock_exporter') THEN
+        CREATE ROLE fencelock_exporter LOGIN;
+    END IF;
+END$$;
+GRANT pg_monitor TO fencelock_exporter;
+SQL
+port=
+for p in ${FENCELOCK_EXPORTER_PORTS:-9187 9188 9189}; do
+	(exec 3<>"/dev/tcp/127.0.0.1/$p") 2>/dev/null || { port=$p; break; }
+done
+if [ -z "$port" ]; then
+	result "exporter: a free port among ${FENCELOCK_EXPORTER_PORTS:-9187 9188 9189}" 1
+else
+	DATA_SOURCE_NAME="host=$PGHOST port=$PGPORT user=fencelock_exporter dbname=$DB sslmode=disable" \
+		"$EXPORTER" --web.listen-address="127.0.0.1:$port" \
+		--extend.query-path="$root/contrib/prometheus/fencelock-queries.yaml" \
+		--disable-settings-metrics --log.level=warn >"$work/exporter.log" 2>&1 &
+	exporter_pid=$!
+	wait_for 'scrape "$work/m0" && grep -q "^fencelock_grants_total" "$work/m0"' 50
+	names=(grants takeovers reacquires busy renewals renewals_refused releases releases_refused
+		stale_rejected unfenced_rejected waits wait_seconds wait_timeouts)
+	bad=()
+	for m in "${names[@]/%/_total}" table_stale_rejected_total table_unfenced_rejected_total; do
+		grep -q "^# TYPE fencelock_$m counter" "$work/m0" && grep -q "^# HELP fencelock_$m [A-Z]" "$work/m0" || bad+=("$m")
+	done
+	for m in leases_held leases_expired leases_free leases_waiters leases_oldest_held_age_seconds stats_reset_timestamp_seconds; do
+		grep -q "^# TYPE fencelock_$m gauge" "$work/m0" && grep -q "^# HELP fencelock_$m [A-Z]" "$work/m0" || bad+=("$m")
+	done
+	expect "exporter as fencelock_exporter (pg_monitor) on 127.0.0.1:$port: queries file loads, every fencelock metric has HELP and TYPE" \
+		'[ "$(metric "$work/m0" pg_up)" = 1 ] && [ "$(metric "$work/m0" pg_exporter_user_queries_load_error)" = 0 ] &&
+		 [ ${#bad[@]} -eq 0 ] || { echo "#   missing or mistyped: ${bad[*]}"; false; }' "$work/exporter.log"
+
+	# A held lease and a waiter show in the gauges.
+	q -c "SELECT fencelock.acquire('metrics:held', 'holder', '60 s')" >/dev/null
+	q -c "SELECT fencelock.acquire('metrics:held', 'waiter', '60 s', '20 s')" >"$work/waiter.out" 2>&1 &
+	wpid=$!
+	wait_for '[ "$(q -c "SELECT fencelock.waiters('"'metrics:held'"')")" = 1 ]'
+	sleep 0.2 # the oldest held lease's age is measurably above zero
+	scrape "$work/m1"
+	expect "exporter: fencelock_leases_held, _waiters and _oldest_held_age_seconds show a held lease and its waiter" \
+		'[ "$(metric "$work/m1" fencelock_leases_held)" -ge 1 ] && [ "$(metric "$work/m1" fencelock_leases_waiters)" -ge 1 ] &&
+		 awk "BEGIN { exit !($(metric "$work/m1" fencelock_leases_oldest_held_age_seconds) >= 0.2) }"' "$work/m1"
+	q -c "SELECT fencelock.release('metrics:held', 'holder')" >/dev/null
+	wait "$wpid"
+	q -c "SELECT fencelock.release('metrics:held', 'waiter')" >/dev/null
+
+	# A stale write refused moves the counters.
+	q -c "SELECT fencelock.acquire('report:metrics', 'm-a', '60 s')" \
+		-c "UPDATE report_runs SET step = 1, last_fence = 5 WHERE resource = 'report:metrics'" >/dev/null
+	scrape "$work/m2"
+	q -v VERBOSITY=verbose -c "UPDATE report_runs SET step = 2, last_fence = 4 WHERE resource = 'report:metrics'" \
+		>/dev/null 2>"$work/stale.err"
+	scrape "$work/m3"
+	s2=$(metric "$work/m2" fencelock_stale_rejected_total)
+	s3=$(metric "$work/m3" fencelock_stale_rejected_total)
+	t2=$(metric "$work/m2" fencelock_table_stale_rejected_total 'table="report_runs"')
+	t3=$(metric "$work/m3" fencelock_table_stale_rejected_total 'table="report_runs"')
+	expect "exporter: a refused stale write raises fencelock_stale_rejected_total ($s2 -> $s3) and fencelock_table_stale_rejected_total{table=\"report_runs\"} ($t2 -> $t3)" \
+		'grep -q "FL001: fence 4 is older than the stored fence 5" "$work/stale.err" && [ "$s3" -ge $((s2 + 1)) ] && [ "$t3" -eq $((t2 + 1)) ]' \
+		"$work/stale.err"
+	q -c "SELECT fencelock.release('report:metrics', 'm-a')" >/dev/null
+fi
+
+ms=$(elapsed "$t_start")
+if [ "$failed" -gt 0 ]; then
+	KEEP=1
+	echo "# outputs kept in $work"
+fi
+echo "# took $((ms / 1000)).$((ms % 1000 / 100)) s"
+echo "clients: $passed passed, $failed failed"
+[ "$failed" -eq 0 ]
