@@ -18,7 +18,8 @@ OBJS = \
 	src/mergeguard.o \
 	src/session.o \
 	src/notify.o \
-	src/revoke.o
+	src/revoke.o \
+	src/taskwait.o
 
 # The version the library reports (PostgreSQL 18's pg_get_loaded_modules()).
 PG_CPPFLAGS += -DFENCELOCK_VERSION='"$(EXTVERSION)"'

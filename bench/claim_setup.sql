@@ -5,6 +5,7 @@
 --   tasks_sql_1k  the hand-written SKIP LOCKED query, 1 000 finished rows
 --   tasks_fl_1k   fencelock.claim, 1 000 finished rows
 --   tasks_fl_1m   fencelock.claim, 1 000 000 finished rows
+--   tasks_sql_10, tasks_fl_10   the same two, ten rows per claim (a queue three times as long)
 
 CREATE FUNCTION bench_tasks(tbl text, finished bigint, queue bigint) RETURNS void
 LANGUAGE plpgsql AS $$
@@ -24,6 +25,11 @@ BEGIN
         SELECT i, ''job '' || i FROM generate_series($1 + 1, $1 + $2) AS i', tbl)
         USING finished, queue;
     PERFORM fencelock.enable_tasks(tbl::regclass);
+    -- The hand-written queries wait for nothing: their tables go without the wake trigger, so
+    -- that fencelock.claim, whose table keeps it, pays for it alone.
+    IF tbl LIKE 'tasks_sql%' THEN
+        EXECUTE format('DROP TRIGGER IF EXISTS fencelock_wake ON %I', tbl);
+    END IF;
 END
 $$;
 
@@ -47,4 +53,6 @@ $$;
 SELECT bench_tasks('tasks_sql_1k', 1000, :queue);
 SELECT bench_tasks('tasks_fl_1k', 1000, :queue);
 SELECT bench_tasks('tasks_fl_1m', 1000000, :queue);
-VACUUM ANALYZE tasks_sql_1k, tasks_fl_1k, tasks_fl_1m;
+SELECT bench_tasks('tasks_sql_10', 1000, 3 * :queue);
+SELECT bench_tasks('tasks_fl_10', 1000, 3 * :queue);
+VACUUM ANALYZE tasks_sql_1k, tasks_fl_1k, tasks_fl_1m, tasks_sql_10, tasks_fl_10;

@@ -14,3 +14,8 @@ bench:
 .PHONY: bench-callgrind
 bench-callgrind:
 	bash bench/callgrind.sh
+
+# Waiting claim vs polling vs LISTEN/NOTIFY (bench/claim_wait.sh): commit-to-claim latency, 8 workers. ~2 minutes.
+.PHONY: bench-claim-wait
+bench-claim-wait:
+	bash bench/claim_wait.sh

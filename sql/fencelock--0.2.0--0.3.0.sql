@@ -160,3 +160,83 @@ SELECT l.resource,
        LATERAL (SELECT pg_catalog.clock_timestamp() AS now) AS c,
        LATERAL (SELECT l.owner IS NOT NULL
                    AND (l.session_id IS NULL OR fencelock.session_alive(l.session_id)) AS live) AS s;
+
+-- === task tables: waiting claim, backoff, retention (issue 13) ===
+
+-- claim gains wait: when no row is claimable, wait up to this long for a commit that makes rows
+-- claimable (NULL or '0': do not wait).  Replaced, not overloaded, so that every call naming
+-- only some arguments stays unambiguous.
+DROP FUNCTION fencelock.claim(anyelement, pg_catalog.text, pg_catalog.interval, pg_catalog.int4);
+-- Not STRICT: the first argument is NULL::table, only its type matters.
+CREATE FUNCTION fencelock.claim(tasks anyelement, worker pg_catalog.text,
+                                ttl pg_catalog.interval DEFAULT fencelock.default_ttl(),
+                                max_rows pg_catalog.int4 DEFAULT 1,
+                                wait pg_catalog.interval DEFAULT NULL)
+RETURNS SETOF anyelement
+AS 'MODULE_PATHNAME', 'fencelock_claim'
+LANGUAGE C VOLATILE ROWS 10;
+
+-- The wake triggers enable_tasks installs, AFTER INSERT (with the new rows as a transition table)
+-- and AFTER UPDATE, FOR EACH STATEMENT: the commit of an INSERT of claimable rows, or of an UPDATE
+-- other than claim's and the helpers', wakes waiting claims.
+CREATE FUNCTION fencelock.task_wake()
+RETURNS trigger
+AS 'MODULE_PATHNAME', 'fencelock_task_wake'
+LANGUAGE C VOLATILE;
+
+-- How many claims wait on a table now; wake-ups delivered to waiting claims since the start.
+CREATE FUNCTION fencelock.task_waiters(tbl pg_catalog.regclass, OUT waiting pg_catalog.int4,
+                                       OUT wakeups pg_catalog.int8)
+RETURNS record
+AS 'MODULE_PATHNAME', 'fencelock_task_waiters'
+LANGUAGE C VOLATILE;
+
+-- finished_at: an optional part of the convention, set by complete and by whatever makes a row
+-- dead; purge_tasks deletes by it.  The backoff policy fail applies when it is given no backoff:
+-- min(backoff_max, backoff_base * 2 ^ (attempt - 1)), of which jitter makes a random share
+-- (full: all of it, equal: half, none: nothing).  Existing rows get the defaults.
+ALTER TABLE fencelock.task_tables
+    ADD COLUMN finished_at_col pg_catalog.name,
+    ADD COLUMN backoff_base pg_catalog.interval NOT NULL DEFAULT '10 seconds',
+    ADD COLUMN backoff_max pg_catalog.interval NOT NULL DEFAULT '1 hour',
+    ADD COLUMN backoff_jitter pg_catalog.text NOT NULL DEFAULT 'equal'
+        CHECK (backoff_jitter OPERATOR(pg_catalog.=) ANY (ARRAY['full', 'equal', 'none']));
+
+DROP FUNCTION fencelock.enable_tasks(pg_catalog.regclass, pg_catalog.name, pg_catalog.name,
+                                     pg_catalog.name, pg_catalog.name, pg_catalog.name,
+                                     pg_catalog.name, pg_catalog.name, pg_catalog.name,
+                                     pg_catalog.name);
+CREATE FUNCTION fencelock.enable_tasks(tbl pg_catalog.regclass,
+                                       state_col pg_catalog.name DEFAULT 'state',
+                                       lease_owner_col pg_catalog.name DEFAULT 'lease_owner',
+                                       lease_until_col pg_catalog.name DEFAULT 'lease_until',
+                                       attempt_col pg_catalog.name DEFAULT 'attempt',
+                                       fence_col pg_catalog.name DEFAULT 'fence',
+                                       run_after_col pg_catalog.name DEFAULT NULL,
+                                       priority_col pg_catalog.name DEFAULT NULL,
+                                       max_attempts_col pg_catalog.name DEFAULT NULL,
+                                       last_error_col pg_catalog.name DEFAULT NULL,
+                                       finished_at_col pg_catalog.name DEFAULT NULL,
+                                       backoff_base pg_catalog.interval DEFAULT '10 seconds',
+                                       backoff_max pg_catalog.interval DEFAULT '1 hour',
+                                       backoff_jitter pg_catalog.text DEFAULT 'equal')
+RETURNS pg_catalog.void
+AS 'MODULE_PATHNAME', 'fencelock_enable_tasks'
+LANGUAGE C VOLATILE;
+
+-- Deletes done (and, with include_dead, dead) rows that finished more than older_than ago, in
+-- statements of batch_size rows that skip locked rows; runs as the caller.
+CREATE FUNCTION fencelock.purge_tasks(tbl pg_catalog.regclass, older_than pg_catalog.interval,
+                                      include_dead pg_catalog.bool DEFAULT false,
+                                      batch_size pg_catalog.int4 DEFAULT 1000)
+RETURNS pg_catalog.int8
+AS 'MODULE_PATHNAME', 'fencelock_purge_tasks'
+LANGUAGE C VOLATILE;
+
+-- Completes several claimed rows in one statement: ids[i] under exactly fences[i].  Returns how
+-- many are done under their fence; FL001 (and nothing completed) when any row's fence is another.
+CREATE FUNCTION fencelock.complete_all(tbl pg_catalog.regclass, ids anyarray,
+                                       fences pg_catalog.int8[])
+RETURNS pg_catalog.int8
+AS 'MODULE_PATHNAME', 'fencelock_complete_all'
+LANGUAGE C VOLATILE;

@@ -52,9 +52,11 @@
 #include "lib/stringinfo.h"
 #include "miscadmin.h"
 #include "shmem.h"
+#include "taskwait.h"
 #include "nodes/makefuncs.h"
 #include "optimizer/optimizer.h"
 #include "parser/parse_coerce.h"
+#include "parser/parse_func.h"
 #include "utils/acl.h"
 #include "utils/array.h"
 #include "utils/builtins.h"
@@ -65,19 +67,27 @@
 #include "utils/memutils.h"
 #include "utils/rel.h"
 #include "utils/syscache.h"
+#include "utils/sortsupport.h"
 #include "utils/timestamp.h"
+#include "utils/typcache.h"
 
 PG_FUNCTION_INFO_V1(fencelock_enable_tasks);
 PG_FUNCTION_INFO_V1(fencelock_claim);
 PG_FUNCTION_INFO_V1(fencelock_heartbeat);
 PG_FUNCTION_INFO_V1(fencelock_complete);
 PG_FUNCTION_INFO_V1(fencelock_fail);
+PG_FUNCTION_INFO_V1(fencelock_purge_tasks);
+PG_FUNCTION_INFO_V1(fencelock_complete_all);
 
-#define TASK_TRIGGER_NAME "fencelock_fence"
+#define TASK_TRIGGER_NAME        "fencelock_fence"
+#define WAKE_TRIGGER_NAME        "fencelock_wake"
+#define WAKE_INSERT_TRIGGER_NAME "fencelock_wake_insert"
 
 /* The fence trigger's C function (trigger.c): how claim recognises the trigger, whatever its name.
  */
 extern PGDLLEXPORT Datum fencelock_fence_trigger(PG_FUNCTION_ARGS);
+/* The wake trigger's (taskwait.c): how a waiting claim knows that commits will wake it. */
+extern PGDLLEXPORT Datum fencelock_task_wake(PG_FUNCTION_ARGS);
 
 /*
  * The largest fence claim issues.  The one value above it is kept for the bump that makes a row
@@ -97,6 +107,7 @@ typedef enum TaskCol
 	COL_PRIORITY,
 	COL_MAX_ATTEMPTS,
 	COL_LAST_ERROR,
+	COL_FINISHED_AT,
 	NUM_TASK_COLS
 } TaskCol;
 
@@ -126,22 +137,31 @@ static const TaskColSpec task_cols[NUM_TASK_COLS] = {
 	{"priority", KIND_INTEGER, false, "integer NOT NULL DEFAULT 0"},
 	{"max_attempts", KIND_INTEGER, false, "integer DEFAULT 5"},
 	{"last_error", KIND_TEXT, false, "text"},
+	{"finished_at", KIND_TIMESTAMPTZ, false, "timestamptz"},
 };
 
 /* Which column plays each part; "" for an optional part the table does not have. */
 typedef struct TaskMap
 {
 	NameData cols[NUM_TASK_COLS];
+	/* fail's backoff policy: the cap is min(max, base * 2^(attempt - 1)) */
+	double backoff_base_s;
+	double backoff_max_s;
+	double backoff_jitter; /* the random share of the delay: 1 full, 0.5 equal, 0 none */
 } TaskMap;
 
 /* The statements kept per table. */
 typedef enum TaskStmt
 {
 	STMT_CLAIM,
+	STMT_CLAIM_DEAD, /* the rows claim met but cannot take */
 	STMT_HEARTBEAT,
 	STMT_COMPLETE,
 	STMT_FAIL,
 	STMT_READ, /* the row's relation, fence and state, when a helper's UPDATE matched nothing */
+	STMT_PURGE,
+	STMT_COMPLETE_ALL, /* complete_all: the rows of $1 (keys) under $2 (fences) */
+	STMT_READ_ALL,     /* the rows of $1 after complete_all: relation, key's index, fence, state */
 	NUM_TASK_STMTS
 } TaskStmt;
 
@@ -151,9 +171,13 @@ static const Oid claim_argtypes[] = {TIMESTAMPTZOID, TEXTOID, TIMESTAMPTZOID, IN
 
 /*
  * heartbeat, complete and fail: $1 the primary key (typed as its column), $2 the fence; heartbeat
- * $3 the new deadline; fail $3 the new run_after (NULL: unchanged) and $4 the error.
+ * $3 the new deadline; fail $3 the new run_after (NULL: the policy's, or unchanged), $4 the error,
+ * and the backoff policy: $5 now (NULL: no policy), $6 base and $7 cap in seconds, $8 jitter.
  */
-#define ROW_MAX_NARGS 4
+#define ROW_MAX_NARGS 8
+
+/* purge_tasks: $1 the cutoff, $2 the batch size, $3 whether dead rows go too */
+static const Oid purge_argtypes[] = {TIMESTAMPTZOID, INT8OID, BOOLOID};
 
 typedef struct TaskTable
 {
@@ -169,7 +193,13 @@ typedef struct TaskTable
 	Oid state_type;
 	int pos_fence; /* positions among the live columns, for claim's warnings */
 	int pos_attempt;
+	bool has_wake; /* commits that make rows claimable wake waiting claims */
+	TaskMap map;   /* the columns and the backoff policy */
 	int pkpos[INDEX_MAX_KEYS];
+	int nsort; /* claim order: priority, run_after, the key (claim_sort) */
+	int sortpos[INDEX_MAX_KEYS + 2];
+	Oid sortop[INDEX_MAX_KEYS + 2];
+	Oid sortcoll[INDEX_MAX_KEYS + 2];
 	char relkind;
 	int nparts; /* a partitioned table: its partitions (all levels), each fenced */
 	Oid *parts;
@@ -186,16 +216,56 @@ typedef struct TaskTable
  */
 static HTAB *task_tables = NULL;
 
+/*
+ * fencelock.task_tables itself: a change of its definition (ALTER EXTENSION ... UPDATE adds
+ * columns) makes every table's statements and mapping be read again.
+ */
+static Oid task_tables_relid = InvalidOid;
+
 /* Statements on fencelock.task_tables, run as the extension's owner. */
 static FlStmt map_select = {
 	"SELECT c.state_col, c.lease_owner_col, c.lease_until_col, c.attempt_col, c.fence_col, "
 	" c.run_after_col, c.priority_col, c.max_attempts_col, c.last_error_col, "
-	" c.claim_index "
+	" c.finished_at_col, c.claim_index, "
+	" pg_catalog.date_part('epoch', c.backoff_base), pg_catalog.date_part('epoch', c.backoff_max), "
+	" CASE c.backoff_jitter WHEN 'full' THEN 1.0 WHEN 'equal' THEN 0.5 ELSE 0.0 "
+	"END::pg_catalog.float8 "
 	"FROM fencelock.task_tables AS c WHERE c.tbl OPERATOR(pg_catalog.=) $1",
 	1,
 	{REGCLASSOID}};
 
 static FlStmt map_upsert = {
+	"INSERT INTO fencelock.task_tables AS c (tbl, state_col, lease_owner_col, lease_until_col, "
+	" attempt_col, fence_col, run_after_col, priority_col, max_attempts_col, last_error_col, "
+	" finished_at_col, claim_index, backoff_base, backoff_max, backoff_jitter) "
+	"VALUES ($1, $2[1], $2[2], $2[3], $2[4], $2[5], $2[6], $2[7], $2[8], $2[9], $2[10], $3, $4, "
+	"$5, "
+	" $6) "
+	"ON CONFLICT (tbl) DO UPDATE SET state_col = excluded.state_col, "
+	" lease_owner_col = excluded.lease_owner_col, lease_until_col = excluded.lease_until_col, "
+	" attempt_col = excluded.attempt_col, fence_col = excluded.fence_col, "
+	" run_after_col = excluded.run_after_col, priority_col = excluded.priority_col, "
+	" max_attempts_col = excluded.max_attempts_col, last_error_col = excluded.last_error_col, "
+	" finished_at_col = excluded.finished_at_col, claim_index = excluded.claim_index, "
+	" backoff_base = excluded.backoff_base, backoff_max = excluded.backoff_max, "
+	" backoff_jitter = excluded.backoff_jitter",
+	6,
+	{REGCLASSOID, NAMEARRAYOID, NAMEOID, INTERVALOID, INTERVALOID, TEXTOID}};
+
+/*
+ * The same under the 0.2.0 objects (the library installed, ALTER EXTENSION ... UPDATE not run
+ * yet): no finished_at_col, and no backoff policy (-1: fail leaves run_after as 0.2.0 did).
+ */
+static FlStmt map_select_020 = {
+	"SELECT c.state_col, c.lease_owner_col, c.lease_until_col, c.attempt_col, c.fence_col, "
+	" c.run_after_col, c.priority_col, c.max_attempts_col, c.last_error_col, "
+	" NULL::pg_catalog.name, c.claim_index, -1::pg_catalog.float8, -1::pg_catalog.float8, "
+	" -1::pg_catalog.float8 "
+	"FROM fencelock.task_tables AS c WHERE c.tbl OPERATOR(pg_catalog.=) $1",
+	1,
+	{REGCLASSOID}};
+
+static FlStmt map_upsert_020 = {
 	"INSERT INTO fencelock.task_tables AS c (tbl, state_col, lease_owner_col, lease_until_col, "
 	" attempt_col, fence_col, run_after_col, priority_col, max_attempts_col, last_error_col, "
 	" claim_index) VALUES ($1, $2[1], $2[2], $2[3], $2[4], $2[5], $2[6], $2[7], $2[8], $2[9], $3) "
@@ -426,6 +496,20 @@ extension_schema(void)
 }
 
 /*
+ * Whether fencelock.task_tables has the columns of 0.3.0 (finished_at_col, the backoff policy):
+ * between installing this library and ALTER EXTENSION fencelock UPDATE it has those of 0.2.0, and
+ * task tables keep working as they did then.
+ */
+static bool
+task_tables_v030(Oid nsp)
+{
+	Oid rel = get_relname_relid("task_tables", nsp);
+
+	task_tables_relid = rel;
+	return OidIsValid(rel) && get_attnum(rel, "backoff_jitter") != InvalidAttrNumber;
+}
+
+/*
  * Read the table's row of fencelock.task_tables; false when it has none.  *claim_index is the
  * index of the recorded name in the table's schema, if there is one (a name, not a regclass:
  * pg_dump restores the row before it builds the index).
@@ -436,19 +520,24 @@ read_map(Oid relid, TaskMap *map, Oid *claim_index)
 	Datum values[1];
 	FlSession session;
 	bool found;
+	bool v030;
 
 	memset(map, 0, sizeof(*map));
 	*claim_index = InvalidOid;
 	values[0] = ObjectIdGetDatum(relid);
-	extension_schema();
+	v030 = task_tables_v030(extension_schema());
 	fl_begin(&session);
-	found = fl_run(&map_select, values, NULL, true) == 1;
+	found = fl_run(v030 ? &map_select : &map_select_020, values, NULL, true) == 1;
 	if (found)
 	{
 		HeapTuple tuple = SPI_tuptable->vals[0];
 		TupleDesc desc = SPI_tuptable->tupdesc;
 		char *index;
+		bool isnull;
 
+		if (desc->natts != NUM_TASK_COLS + 4 ||
+			TupleDescAttr(desc, NUM_TASK_COLS + 1)->atttypid != FLOAT8OID)
+			elog(ERROR, "fencelock.task_tables has an unexpected row type");
 		for (int i = 0; i < NUM_TASK_COLS; i++)
 		{
 			char *name = SPI_getvalue(tuple, desc, i + 1);
@@ -459,6 +548,11 @@ read_map(Oid relid, TaskMap *map, Oid *claim_index)
 		index = SPI_getvalue(tuple, desc, NUM_TASK_COLS + 1);
 		if (index != NULL)
 			*claim_index = get_relname_relid(index, get_rel_namespace(relid));
+		map->backoff_base_s =
+			DatumGetFloat8(SPI_getbinval(tuple, desc, NUM_TASK_COLS + 2, &isnull));
+		map->backoff_max_s = DatumGetFloat8(SPI_getbinval(tuple, desc, NUM_TASK_COLS + 3, &isnull));
+		map->backoff_jitter =
+			DatumGetFloat8(SPI_getbinval(tuple, desc, NUM_TASK_COLS + 4, &isnull));
 	}
 	fl_end(&session);
 	return found;
@@ -470,7 +564,7 @@ read_map(Oid relid, TaskMap *map, Oid *claim_index)
  * a function called fence_trigger that fences nothing.
  */
 static bool
-is_fence_trigger_function(Oid fn)
+is_c_function(Oid fn, PGFunction addr)
 {
 	HeapTuple tuple = SearchSysCache1(PROCOID, ObjectIdGetDatum(fn));
 	bool is_c;
@@ -483,7 +577,36 @@ is_fence_trigger_function(Oid fn)
 	if (!is_c)
 		return false;
 	fmgr_info(fn, &finfo);
-	return finfo.fn_addr == fencelock_fence_trigger;
+	return finfo.fn_addr == addr;
+}
+
+static bool
+is_fence_trigger_function(Oid fn)
+{
+	return is_c_function(fn, fencelock_fence_trigger);
+}
+
+/* Whether the table has enabled AFTER statement triggers on INSERT and on UPDATE that wake. */
+static bool
+has_wake_trigger(Relation rel)
+{
+	TriggerDesc *td = rel->trigdesc;
+	bool insert = false;
+	bool update = false;
+
+	for (int i = 0; td != NULL && i < td->numtriggers; i++)
+	{
+		Trigger *tg = &td->triggers[i];
+
+		if (!TRIGGER_FOR_ROW(tg->tgtype) && TRIGGER_FOR_AFTER(tg->tgtype) &&
+			(tg->tgenabled == TRIGGER_FIRES_ON_ORIGIN || tg->tgenabled == TRIGGER_FIRES_ALWAYS) &&
+			is_c_function(tg->tgfoid, fencelock_task_wake))
+		{
+			insert |= TRIGGER_FOR_INSERT(tg->tgtype);
+			update |= TRIGGER_FOR_UPDATE(tg->tgtype);
+		}
+	}
+	return insert && update;
 }
 
 /*
@@ -581,88 +704,57 @@ typedef struct SqlParts
 	const char *attempt_max; /* the attempt column's type's maximum, a literal */
 } SqlParts;
 
-/* Columns before the table's own in claim's result: claimed, exhausted, tableoid. */
-#define CLAIM_LEAD_COLS 3
+/* Columns before the table's own in claim's result: tableoid. */
+#define CLAIM_LEAD_COLS 1
 
+/* The claim order over alias a: priority (lowest first), then run_after, then the primary key. */
 static void
-append_pk_join(StringInfo buf, const SqlParts *p, const char *other)
-{
-	for (int i = 0; i < p->npk; i++)
-		appendStringInfo(buf, "%st.%s %s %s.k%d", i > 0 ? " AND " : "", p->pk[i], p->pkeq[i], other,
-						 i + 1);
-}
-
-/* The claim order: priority (lowest first), then run_after, then the primary key. */
-static void
-append_order(StringInfo buf, const SqlParts *p)
+append_order(StringInfo buf, const SqlParts *p, const char *a)
 {
 	const char *sep = "";
 
 	appendStringInfoString(buf, " ORDER BY ");
 	if (p->col[COL_PRIORITY])
 	{
-		appendStringInfo(buf, "t.%s", p->col[COL_PRIORITY]);
+		appendStringInfo(buf, "%s.%s", a, p->col[COL_PRIORITY]);
 		sep = ", ";
 	}
 	if (p->col[COL_RUN_AFTER])
 	{
-		appendStringInfo(buf, "%st.%s", sep, p->col[COL_RUN_AFTER]);
+		appendStringInfo(buf, "%s%s.%s", sep, a, p->col[COL_RUN_AFTER]);
 		sep = ", ";
 	}
 	for (int i = 0; i < p->npk; i++)
 	{
-		appendStringInfo(buf, "%st.%s", sep, p->pk[i]);
+		appendStringInfo(buf, "%s%s.%s", sep, a, p->pk[i]);
 		sep = ", ";
 	}
 }
 
-/* The same order over claim's result, by position: no name there can be ambiguous. */
+/* The rows claim may take ($1 now), over alias a: ready (and due), or running with a lapsed lease.
+ */
 static void
-append_order_by_position(StringInfo buf, const SqlParts *p)
+append_claimable(StringInfo buf, const SqlParts *p, const char *a)
 {
-	const char *sep = "";
-
-	appendStringInfoString(buf, " ORDER BY ");
-	if (p->col[COL_PRIORITY])
-	{
-		appendStringInfo(buf, "%d", CLAIM_LEAD_COLS + p->pos[COL_PRIORITY]);
-		sep = ", ";
-	}
+	appendStringInfo(buf, "((%s.%s OPERATOR(pg_catalog.=) 'ready'", a, p->col[COL_STATE]);
 	if (p->col[COL_RUN_AFTER])
-	{
-		appendStringInfo(buf, "%s%d", sep, CLAIM_LEAD_COLS + p->pos[COL_RUN_AFTER]);
-		sep = ", ";
-	}
-	for (int i = 0; i < p->npk; i++)
-	{
-		appendStringInfo(buf, "%s%d", sep, CLAIM_LEAD_COLS + p->pkpos[i]);
-		sep = ", ";
-	}
-}
-
-/* The rows claim may take ($1 now): ready (and due), or running with a lapsed lease. */
-static void
-append_claimable(StringInfo buf, const SqlParts *p)
-{
-	appendStringInfo(buf, "(t.%s OPERATOR(pg_catalog.=) 'ready'", p->col[COL_STATE]);
-	if (p->col[COL_RUN_AFTER])
-		appendStringInfo(buf, " AND (t.%s IS NULL OR t.%s OPERATOR(pg_catalog.<=) $1)",
-						 p->col[COL_RUN_AFTER], p->col[COL_RUN_AFTER]);
+		appendStringInfo(buf, " AND (%s.%s IS NULL OR %s.%s OPERATOR(pg_catalog.<=) $1)", a,
+						 p->col[COL_RUN_AFTER], a, p->col[COL_RUN_AFTER]);
 	appendStringInfo(buf,
-					 ") OR (t.%s OPERATOR(pg_catalog.=) 'running' AND (t.%s IS NULL OR t.%s "
-					 "OPERATOR(pg_catalog.<=) $1))",
-					 p->col[COL_STATE], p->col[COL_LEASE_UNTIL], p->col[COL_LEASE_UNTIL]);
+					 ") OR (%s.%s OPERATOR(pg_catalog.=) 'running' AND (%s.%s IS NULL OR %s.%s "
+					 "OPERATOR(pg_catalog.<=) $1)))",
+					 a, p->col[COL_STATE], a, p->col[COL_LEASE_UNTIL], a, p->col[COL_LEASE_UNTIL]);
 }
 
 /* Whether the row used up its attempts (never null); false without a max_attempts column. */
 static void
-append_attempts_used(StringInfo buf, const SqlParts *p)
+append_attempts_used(StringInfo buf, const SqlParts *p, const char *a)
 {
 	if (p->col[COL_MAX_ATTEMPTS] == NULL)
 		appendStringInfoString(buf, "false");
 	else
-		appendStringInfo(buf, "COALESCE(COALESCE(t.%s, 0) OPERATOR(pg_catalog.>=) t.%s, false)",
-						 p->col[COL_ATTEMPT], p->col[COL_MAX_ATTEMPTS]);
+		appendStringInfo(buf, "COALESCE(COALESCE(%s.%s, 0) OPERATOR(pg_catalog.>=) %s.%s, false)",
+						 a, p->col[COL_ATTEMPT], a, p->col[COL_MAX_ATTEMPTS]);
 }
 
 /*
@@ -670,13 +762,13 @@ append_attempts_used(StringInfo buf, const SqlParts *p)
  * fence claim issues, or its attempt at its type's maximum.
  */
 static void
-append_exhausted(StringInfo buf, const SqlParts *p)
+append_exhausted(StringInfo buf, const SqlParts *p, const char *a)
 {
 	appendStringInfo(buf,
-					 "COALESCE(t.%s OPERATOR(pg_catalog.>=) " INT64_FORMAT
-					 "::pg_catalog.int8, false) OR COALESCE(t.%s OPERATOR(pg_catalog.>=) %s, "
+					 "COALESCE(%s.%s OPERATOR(pg_catalog.>=) " INT64_FORMAT
+					 "::pg_catalog.int8, false) OR COALESCE(%s.%s OPERATOR(pg_catalog.>=) %s, "
 					 "false)",
-					 p->col[COL_FENCE], (int64) TASK_MAX_CLAIM_FENCE, p->col[COL_ATTEMPT],
+					 a, p->col[COL_FENCE], (int64) TASK_MAX_CLAIM_FENCE, a, p->col[COL_ATTEMPT],
 					 p->attempt_max);
 }
 
@@ -692,57 +784,107 @@ dead_fence(const char *f)
 }
 
 /*
- * One statement: lock up to $5 claimable rows in claim order, skipping rows other workers hold,
- * and decide for each (from the locked row) whether it can be claimed.  The same UPDATE gives each
- * claimable row the caller's lease ($2 worker, $3 deadline), the next attempt and a fence above
- * every fence it had before ($4 timeline base).  A row that used up its attempts, or that claim
- * cannot raise without an overflow (exhausted), becomes 'dead' instead, its fence raised all the
- * same where the type allows.  Returns, in claim order: whether the row was claimed, whether it was
- * exhausted, the relation it is in (the table or a partition), then the row's columns.
+ * The rows claim takes, for "WHERE ...": the keys of up to $5 claimable rows in claim order (and,
+ * with bad, only those that claim cannot take: claim_dead's), locked, skipping rows that other
+ * workers hold.  A single-column key is collected into an array that an InitPlan builds once, so
+ * the UPDATE finds the rows by "key = ANY (...)" on the primary key: a generic plan that is right
+ * for every max_rows.  A composite key uses IN (the statement is then planned on every call).
+ */
+static void
+append_claim_keys(StringInfo buf, const SqlParts *p, bool bad)
+{
+	if (p->npk == 1)
+		appendStringInfo(buf, "t.%s %s ANY (ARRAY(SELECT c.%s", p->pk[0], p->pkeq[0], p->pk[0]);
+	else
+	{
+		appendStringInfoString(buf, "(");
+		for (int i = 0; i < p->npk; i++)
+			appendStringInfo(buf, "%st.%s", i > 0 ? ", " : "", p->pk[i]);
+		appendStringInfoString(buf, ") IN (SELECT ");
+		for (int i = 0; i < p->npk; i++)
+			appendStringInfo(buf, "%sc.%s", i > 0 ? ", " : "", p->pk[i]);
+	}
+	appendStringInfo(buf, " FROM %s AS c WHERE ", p->table);
+	append_claimable(buf, p, "c");
+	if (bad)
+	{
+		appendStringInfoString(buf, " AND (");
+		append_exhausted(buf, p, "c");
+		appendStringInfoString(buf, " OR ");
+		append_attempts_used(buf, p, "c");
+		appendStringInfoString(buf, ")");
+	}
+	append_order(buf, p, "c");
+	appendStringInfoString(buf, " LIMIT $5 FOR UPDATE OF c SKIP LOCKED)");
+	if (p->npk == 1)
+		appendStringInfoString(buf, ")");
+}
+
+/*
+ * claim: lock up to $5 claimable rows in claim order, and give each that claim can take the
+ * caller's lease ($2 worker, $3 deadline), the next attempt and a fence above every fence it had
+ * before ($4 timeline base).  A row that used up its attempts, or that claim cannot raise without
+ * an overflow (exhausted), stays locked and unchanged: claim_dead makes it dead.  Returns the
+ * relation each claimed row is in (the table or a partition), then its columns, in no particular
+ * order (claim_sort puts them into claim order).
  */
 static char *
 build_claim(const SqlParts *p)
 {
 	StringInfoData buf;
-	const char *greatest = psprintf("GREATEST(t.%s, $4)", p->col[COL_FENCE]);
 
 	initStringInfo(&buf);
-	appendStringInfoString(&buf, "WITH c(");
-	for (int i = 0; i < p->npk; i++)
-		appendStringInfo(&buf, "k%d, ", i + 1);
-	appendStringInfoString(&buf, "claimed, exhausted) AS MATERIALIZED (SELECT ");
-	for (int i = 0; i < p->npk; i++)
-		appendStringInfo(&buf, "t.%s, ", p->pk[i]);
-	appendStringInfoString(&buf, "NOT (");
-	append_exhausted(&buf, p);
-	appendStringInfoString(&buf, " OR ");
-	append_attempts_used(&buf, p);
-	appendStringInfoString(&buf, "), ");
-	append_exhausted(&buf, p);
-	appendStringInfo(&buf, " FROM %s AS t WHERE ", p->table);
-	append_claimable(&buf, p);
-	append_order(&buf, p);
 	appendStringInfo(&buf,
-					 " LIMIT $5 FOR UPDATE OF t SKIP LOCKED), u AS (UPDATE %s AS t SET "
-					 "%s = CASE WHEN c.claimed THEN 'running' ELSE 'dead' END, "
-					 "%s = CASE WHEN c.claimed THEN $2 ELSE t.%s END, "
-					 "%s = CASE WHEN c.claimed THEN $3 END, "
-					 "%s = CASE WHEN c.claimed THEN COALESCE(t.%s, 0) OPERATOR(pg_catalog.+) 1 "
-					 "ELSE t.%s END, "
-					 "%s = CASE WHEN c.claimed THEN %s OPERATOR(pg_catalog.+) 1 ELSE %s END",
-					 p->table, p->col[COL_STATE], p->col[COL_LEASE_OWNER], p->col[COL_LEASE_OWNER],
-					 p->col[COL_LEASE_UNTIL], p->col[COL_ATTEMPT], p->col[COL_ATTEMPT],
-					 p->col[COL_ATTEMPT], p->col[COL_FENCE], greatest, dead_fence(greatest));
+					 "UPDATE %s AS t SET %s = 'running', %s = $2, %s = $3, "
+					 "%s = COALESCE(t.%s, 0) OPERATOR(pg_catalog.+) 1, "
+					 "%s = GREATEST(t.%s, $4) OPERATOR(pg_catalog.+) 1 WHERE ",
+					 p->table, p->col[COL_STATE], p->col[COL_LEASE_OWNER], p->col[COL_LEASE_UNTIL],
+					 p->col[COL_ATTEMPT], p->col[COL_ATTEMPT], p->col[COL_FENCE],
+					 p->col[COL_FENCE]);
+	append_claim_keys(&buf, p, false);
+	appendStringInfoString(&buf, " AND NOT (");
+	append_exhausted(&buf, p, "t");
+	appendStringInfoString(&buf, " OR ");
+	append_attempts_used(&buf, p, "t");
+	appendStringInfoString(&buf, ") RETURNING t.tableoid, t.*");
+	return buf.data;
+}
+
+/*
+ * After a claim that returned fewer rows than asked: make dead up to $5 claimable rows that claim
+ * cannot take (those the claim locked and left, first), their fence raised all the same where the
+ * type allows, their lease ended.  Returns the relation each is in, its columns, and whether it
+ * was exhausted (its fence now at the type's maximum, or its attempt at its type's).
+ */
+static char *
+build_claim_dead(const SqlParts *p)
+{
+	StringInfoData buf;
+
+	initStringInfo(&buf);
+	appendStringInfo(&buf, "UPDATE %s AS t SET %s = 'dead', %s = NULL, %s = %s", p->table,
+					 p->col[COL_STATE], p->col[COL_LEASE_UNTIL], p->col[COL_FENCE],
+					 dead_fence(psprintf("GREATEST(t.%s, $4)", p->col[COL_FENCE])));
+	if (p->col[COL_FINISHED_AT])
+		appendStringInfo(&buf, ", %s = pg_catalog.statement_timestamp()", p->col[COL_FINISHED_AT]);
 	if (p->col[COL_LAST_ERROR])
-		appendStringInfo(&buf,
-						 ", %s = CASE WHEN c.exhausted THEN 'fencelock: fence or attempt at its "
-						 "maximum' ELSE t.%s END",
-						 p->col[COL_LAST_ERROR], p->col[COL_LAST_ERROR]);
-	appendStringInfoString(&buf, " FROM c WHERE ");
-	append_pk_join(&buf, p, "c");
-	appendStringInfoString(&buf,
-						   " RETURNING c.claimed, c.exhausted, t.tableoid, t.*) SELECT u.* FROM u");
-	append_order_by_position(&buf, p);
+	{
+		appendStringInfo(&buf, ", %s = CASE WHEN ", p->col[COL_LAST_ERROR]);
+		append_exhausted(&buf, p, "t");
+		appendStringInfo(&buf, " THEN 'fencelock: fence or attempt at its maximum' ELSE t.%s END",
+						 p->col[COL_LAST_ERROR]);
+	}
+	appendStringInfoString(&buf, " WHERE ");
+	append_claim_keys(&buf, p, true);
+	appendStringInfoString(&buf, " AND (");
+	append_exhausted(&buf, p, "t");
+	appendStringInfoString(&buf, " OR ");
+	append_attempts_used(&buf, p, "t");
+	appendStringInfo(
+		&buf,
+		") RETURNING t.tableoid, t.*, COALESCE(t.%s OPERATOR(pg_catalog.=) " INT64_FORMAT
+		"::pg_catalog.int8, false) OR COALESCE(t.%s OPERATOR(pg_catalog.>=) %s, false)",
+		p->col[COL_FENCE], PG_INT64_MAX, p->col[COL_ATTEMPT], p->attempt_max);
 	return buf.data;
 }
 
@@ -765,6 +907,9 @@ build_row_update(const SqlParts *p, TaskStmt stmt)
 		case STMT_COMPLETE:
 			appendStringInfo(&buf, "%s = 'done', %s = NULL, %s = $2", p->col[COL_STATE],
 							 p->col[COL_LEASE_UNTIL], p->col[COL_FENCE]);
+			if (p->col[COL_FINISHED_AT])
+				appendStringInfo(&buf, ", %s = pg_catalog.statement_timestamp()",
+								 p->col[COL_FINISHED_AT]);
 			break;
 		default:
 			/*
@@ -772,17 +917,35 @@ build_row_update(const SqlParts *p, TaskStmt stmt)
 			 * still sends (complete, a late result) is accepted.
 			 */
 			appendStringInfo(&buf, "%s = CASE WHEN ", p->col[COL_STATE]);
-			append_attempts_used(&buf, p);
+			append_attempts_used(&buf, p, "t");
 			appendStringInfo(&buf, " THEN 'dead' ELSE 'ready' END, %s = CASE WHEN ",
 							 p->col[COL_FENCE]);
-			append_attempts_used(&buf, p);
+			append_attempts_used(&buf, p, "t");
 			appendStringInfo(&buf, " THEN %s ELSE $2 END, %s = NULL", dead_fence("$2"),
 							 p->col[COL_LEASE_UNTIL]);
+			/*
+			 * run_after: the explicit backoff ($3), else the table's policy ($5 now, NULL without
+			 * one): min($7, $6 * 2^(attempt - 1)) seconds, of which the share $8 is random.
+			 * (OPERATOR(...) binds all alike, left to right: every operation has its parentheses.)
+			 */
 			if (p->col[COL_RUN_AFTER])
-				appendStringInfo(&buf, ", %s = COALESCE($3, t.%s)", p->col[COL_RUN_AFTER],
-								 p->col[COL_RUN_AFTER]);
+				appendStringInfo(&buf,
+								 ", %s = COALESCE($3, $5 OPERATOR(pg_catalog.+) "
+								 "pg_catalog.make_interval(secs => LEAST($7, $6 "
+								 "OPERATOR(pg_catalog.*) pg_catalog.power(2::pg_catalog.float8, "
+								 "LEAST(GREATEST(COALESCE(t.%s, 1), 1) OPERATOR(pg_catalog.-) 1, "
+								 "60)::pg_catalog.float8)) OPERATOR(pg_catalog.*) "
+								 "((1 OPERATOR(pg_catalog.-) $8) OPERATOR(pg_catalog.+) ($8 "
+								 "OPERATOR(pg_catalog.*) pg_catalog.random()))), t.%s)",
+								 p->col[COL_RUN_AFTER], p->col[COL_ATTEMPT], p->col[COL_RUN_AFTER]);
 			if (p->col[COL_LAST_ERROR])
 				appendStringInfo(&buf, ", %s = $4", p->col[COL_LAST_ERROR]);
+			if (p->col[COL_FINISHED_AT])
+			{
+				appendStringInfo(&buf, ", %s = CASE WHEN ", p->col[COL_FINISHED_AT]);
+				append_attempts_used(&buf, p, "t");
+				appendStringInfoString(&buf, " THEN pg_catalog.statement_timestamp() END");
+			}
 			break;
 	}
 	appendStringInfo(&buf,
@@ -792,6 +955,77 @@ build_row_update(const SqlParts *p, TaskStmt stmt)
 	if (stmt == STMT_FAIL)
 		appendStringInfo(&buf, ", t.%s", p->col[COL_STATE]);
 	return buf.data;
+}
+
+/* Whether the row (alias a) is done, or dead with $3, and finished before $1. */
+static void
+append_finished(StringInfo buf, const SqlParts *p, const char *a)
+{
+	appendStringInfo(buf,
+					 "(%s.%s OPERATOR(pg_catalog.=) 'done' OR ($3 AND %s.%s "
+					 "OPERATOR(pg_catalog.=) 'dead')) AND %s.%s OPERATOR(pg_catalog.<) $1",
+					 a, p->col[COL_STATE], a, p->col[COL_STATE], a, p->col[COL_FINISHED_AT]);
+}
+
+/*
+ * purge_tasks: delete up to $2 rows that are done (and, with $3, dead) and finished before $1,
+ * skipping rows locked by anyone else.  Returns the relation each deleted row was in.
+ */
+static char *
+build_purge(const SqlParts *p)
+{
+	StringInfoData buf;
+
+	initStringInfo(&buf);
+	appendStringInfo(&buf, "DELETE FROM %s AS t WHERE ", p->table);
+	if (p->npk == 1)
+		appendStringInfo(&buf, "t.%s %s ANY (ARRAY(SELECT c.%s", p->pk[0], p->pkeq[0], p->pk[0]);
+	else
+	{
+		appendStringInfoString(&buf, "(");
+		for (int i = 0; i < p->npk; i++)
+			appendStringInfo(&buf, "%st.%s", i > 0 ? ", " : "", p->pk[i]);
+		appendStringInfoString(&buf, ") IN (SELECT ");
+		for (int i = 0; i < p->npk; i++)
+			appendStringInfo(&buf, "%sc.%s", i > 0 ? ", " : "", p->pk[i]);
+	}
+	appendStringInfo(&buf, " FROM %s AS c WHERE ", p->table);
+	append_finished(&buf, p, "c");
+	appendStringInfo(&buf, " LIMIT $2 FOR UPDATE OF c SKIP LOCKED)%s AND ", p->npk == 1 ? ")" : "");
+	append_finished(&buf, p, "t");
+	appendStringInfoString(&buf, " RETURNING t.tableoid");
+	return buf.data;
+}
+
+/*
+ * complete_all: complete every row whose key is in $1 that is running under exactly the fence at
+ * the same place in $2 (arrays of the key's type and of bigint); returns each row's relation.
+ */
+static char *
+build_complete_all(const SqlParts *p)
+{
+	StringInfoData buf;
+
+	initStringInfo(&buf);
+	appendStringInfo(&buf, "UPDATE %s AS t SET %s = 'done', %s = NULL, %s = u.f", p->table,
+					 p->col[COL_STATE], p->col[COL_LEASE_UNTIL], p->col[COL_FENCE]);
+	if (p->col[COL_FINISHED_AT])
+		appendStringInfo(&buf, ", %s = pg_catalog.statement_timestamp()", p->col[COL_FINISHED_AT]);
+	appendStringInfo(&buf,
+					 " FROM ROWS FROM (pg_catalog.unnest($1), pg_catalog.unnest($2)) AS u(k, f) "
+					 "WHERE t.%s %s u.k AND t.%s OPERATOR(pg_catalog.=) u.f AND t.%s "
+					 "OPERATOR(pg_catalog.=) 'running' RETURNING t.tableoid",
+					 p->pk[0], p->pkeq[0], p->col[COL_FENCE], p->col[COL_STATE]);
+	return buf.data;
+}
+
+/* The rows of $1 after complete_all: relation, the key's place in $1, fence and state. */
+static char *
+build_read_all(const SqlParts *p)
+{
+	return psprintf("SELECT t.tableoid, u.n, t.%s, t.%s FROM ROWS FROM (pg_catalog.unnest($1)) "
+					"WITH ORDINALITY AS u(k, n), %s AS t WHERE t.%s %s u.k",
+					p->col[COL_FENCE], p->col[COL_STATE], p->table, p->pk[0], p->pkeq[0]);
 }
 
 /* The row with key $1, when a helper's UPDATE matched nothing: its relation, fence and state. */
@@ -837,7 +1071,7 @@ task_relcache_cb(Datum arg, Oid relid)
 	hash_seq_init(&status, task_tables);
 	while ((tt = hash_seq_search(&status)) != NULL)
 	{
-		if (relid == InvalidOid || tt->relid == relid)
+		if (relid == InvalidOid || tt->relid == relid || relid == task_tables_relid)
 			tt->valid = false;
 		for (int i = 0; tt->valid && i < tt->nparts; i++)
 			if (tt->parts[i] == relid)
@@ -959,6 +1193,48 @@ task_table_partitions(TaskTable *tt, Relation rel, const char *fence_col)
 	tt->nparts = n;
 }
 
+/*
+ * Claim order as sort keys over claim's result (each column's type's default ordering and its
+ * collation, as ORDER BY uses them): priority, run_after, then the primary key.
+ */
+static void
+task_table_sort_keys(TaskTable *tt, Relation rel, const SqlParts *p)
+{
+	TupleDesc desc = RelationGetDescr(rel);
+	int pos[INDEX_MAX_KEYS + 2];
+	int n = 0;
+
+	if (p->col[COL_PRIORITY])
+		pos[n++] = p->pos[COL_PRIORITY];
+	if (p->col[COL_RUN_AFTER])
+		pos[n++] = p->pos[COL_RUN_AFTER];
+	for (int i = 0; i < p->npk; i++)
+		pos[n++] = p->pkpos[i];
+	tt->nsort = n;
+	for (int i = 0; i < n; i++)
+	{
+		Form_pg_attribute att = NULL;
+		TypeCacheEntry *tce;
+
+		/* pos counts live columns: find the attribute. */
+		for (int a = 0, live = 0; a < desc->natts; a++)
+			if (!TupleDescAttr(desc, a)->attisdropped && ++live == pos[i])
+			{
+				att = TupleDescAttr(desc, a);
+				break;
+			}
+		Assert(att != NULL);
+		tce = lookup_type_cache(att->atttypid, TYPECACHE_LT_OPR);
+		if (!OidIsValid(tce->lt_opr))
+			ereport(ERROR, (errcode(ERRCODE_UNDEFINED_FUNCTION),
+							errmsg("could not identify an ordering operator for type %s",
+								   format_type_be(att->atttypid))));
+		tt->sortpos[i] = CLAIM_LEAD_COLS + pos[i];
+		tt->sortop[i] = tce->lt_opr;
+		tt->sortcoll[i] = att->attcollation;
+	}
+}
+
 /* Resolve the table: its mapping, the fence trigger, the key, and the statements' text. */
 static void
 task_table_build(TaskTable *tt)
@@ -989,8 +1265,17 @@ task_table_build(TaskTable *tt)
 	/* The table may have changed since enable_tasks: check it again. */
 	for (int i = 0; i < NUM_TASK_COLS; i++)
 		names[i] = NameStr(map.cols[i])[0] != '\0' ? pstrdup(NameStr(map.cols[i])) : NULL;
-	check_columns(rel, names, false, &map);
+	{
+		TaskMap read = map;
+
+		check_columns(rel, names, false, &map);
+		map.backoff_base_s = read.backoff_base_s;
+		map.backoff_max_s = read.backoff_max_s;
+		map.backoff_jitter = read.backoff_jitter;
+	}
+	tt->map = map;
 	require_fence_trigger(rel, rel, NameStr(map.cols[COL_FENCE]));
+	tt->has_wake = has_wake_trigger(rel);
 
 	tt->cxt =
 		AllocSetContextCreate(CacheMemoryContext, "fencelock task table", ALLOCSET_SMALL_SIZES);
@@ -1044,13 +1329,19 @@ task_table_build(TaskTable *tt)
 	tt->pos_attempt = p.pos[COL_ATTEMPT];
 	tt->relname = pstrdup(RelationGetRelationName(rel));
 
+	task_table_sort_keys(tt, rel, &p);
 	tt->sql[STMT_CLAIM] = build_claim(&p);
+	tt->sql[STMT_CLAIM_DEAD] = build_claim_dead(&p);
 	if (p.npk == 1)
 	{
 		for (int s = STMT_HEARTBEAT; s <= STMT_FAIL; s++)
 			tt->sql[s] = build_row_update(&p, s);
 		tt->sql[STMT_READ] = build_read(&p);
+		tt->sql[STMT_COMPLETE_ALL] = build_complete_all(&p);
+		tt->sql[STMT_READ_ALL] = build_read_all(&p);
 	}
+	if (p.col[COL_FINISHED_AT])
+		tt->sql[STMT_PURGE] = build_purge(&p);
 
 	MemoryContextSwitchTo(old);
 	table_close(rel, NoLock);
@@ -1105,6 +1396,20 @@ task_table(Oid relid)
 	return tt;
 }
 
+/*
+ * How claim's statements are planned.  With a single-column key their generic plan is right for
+ * every max_rows (an InitPlan on the claim index, then the rows by key): planned once.  With a
+ * composite key the best plan depends on max_rows, so the call's values are planned every time.
+ * The one-row statements use the key.
+ */
+static int
+claim_plan_options(TaskTable *tt, TaskStmt stmt)
+{
+	if (stmt != STMT_CLAIM && stmt != STMT_CLAIM_DEAD)
+		return 0;
+	return tt->npk == 1 ? CURSOR_OPT_GENERIC_PLAN : CURSOR_OPT_CUSTOM_PLAN;
+}
+
 /* The statement's plan, prepared on first use. */
 static SPIPlanPtr
 task_plan(TaskTable *tt, TaskStmt stmt, int nargs, const Oid *argtypes)
@@ -1116,7 +1421,7 @@ task_plan(TaskTable *tt, TaskStmt stmt, int nargs, const Oid *argtypes)
 		 * it is planned with the call's values every time; the one-row statements use the key.
 		 */
 		SPIPlanPtr plan = SPI_prepare_cursor(tt->sql[stmt], nargs, (Oid *) argtypes,
-											 stmt == STMT_CLAIM ? CURSOR_OPT_CUSTOM_PLAN : 0);
+											 claim_plan_options(tt, stmt));
 
 		if (plan == NULL)
 			elog(ERROR, "SPI_prepare failed for \"%s\": %s", tt->sql[stmt],
@@ -1135,9 +1440,12 @@ task_run(TaskTable *tt, TaskStmt stmt, int nargs, const Oid *argtypes, Datum *va
 {
 	SPIPlanPtr plan = task_plan(tt, stmt, nargs, argtypes);
 	const char *sql = tt->sql[stmt]; /* kept (retired) until busy is 0 again, like the plan */
+	Oid own = fl_task_own_relid;
 	int rc;
 
 	tt->busy++;
+	/* The wake trigger ignores our statements (fail announces its rows itself). */
+	fl_task_own_relid = tt->relid;
 	PG_TRY();
 	{
 		rc = SPI_execute_plan(plan, values, nulls, false, 0);
@@ -1145,6 +1453,7 @@ task_run(TaskTable *tt, TaskStmt stmt, int nargs, const Oid *argtypes, Datum *va
 	PG_FINALLY();
 	{
 		tt->busy--;
+		fl_task_own_relid = own;
 	}
 	PG_END_TRY();
 	if (rc < 0)
@@ -1273,6 +1582,23 @@ arg_id(FunctionCallInfo fcinfo, int argno, TaskTable *tt)
 	return ((Const *) expr)->constvalue;
 }
 
+/* A claim's wait: a non-negative interval (capped at a century). */
+static int64
+fl_arg_claim_wait(FunctionCallInfo fcinfo, int argno)
+{
+	int64 us;
+
+	if (!fl_interval_us(PG_GETARG_INTERVAL_P(argno), &us))
+		ereport(ERROR, (errcode(ERRCODE_INVALID_PARAMETER_VALUE), errmsg("wait is out of range"),
+						errhint("Wait at most a few hours; statement_timeout also ends a wait.")));
+	if (us < 0)
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE), errmsg("wait must not be negative"),
+				 errhint("Pass an interval such as '30 seconds', or leave wait out not to "
+						 "wait.")));
+	return Min(us, (int64) 100 * 365 * USECS_PER_DAY);
+}
+
 static int64
 arg_fence(FunctionCallInfo fcinfo, int argno)
 {
@@ -1284,6 +1610,55 @@ arg_fence(FunctionCallInfo fcinfo, int argno)
  * enable_tasks
  * ---------------------------------------------------------------------------------------------
  */
+
+/*
+ * enable_tasks' backoff_base, backoff_max and backoff_jitter (from argument argno on; their
+ * defaults under the 0.2.0 signature) into values[0..2], checked.
+ */
+static void
+arg_backoff_policy(FunctionCallInfo fcinfo, int argno, Datum *values)
+{
+	Interval *base;
+	Interval *max;
+	char *jitter = "equal";
+	int64 base_us;
+	int64 max_us;
+
+	if (PG_NARGS() < argno + 3)
+	{
+		base = palloc0(sizeof(Interval));
+		base->time = 10 * USECS_PER_SEC;
+		max = palloc0(sizeof(Interval));
+		max->time = USECS_PER_HOUR;
+	}
+	else
+	{
+		require_arg(fcinfo, argno, "backoff_base", "Pass an interval such as '10 seconds'.");
+		require_arg(fcinfo, argno + 1, "backoff_max", "Pass an interval such as '1 hour'.");
+		require_arg(fcinfo, argno + 2, "backoff_jitter", "Pass 'full', 'equal' or 'none'.");
+		base = PG_GETARG_INTERVAL_P(argno);
+		max = PG_GETARG_INTERVAL_P(argno + 1);
+		jitter = text_to_cstring(PG_GETARG_TEXT_PP(argno + 2));
+	}
+	if (!fl_interval_us(base, &base_us) || base_us < 0)
+		ereport(ERROR, (errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+						errmsg("backoff_base must be a non-negative interval"),
+						errhint("Pass an interval such as '10 seconds', or '0' for no delay.")));
+	if (!fl_interval_us(max, &max_us) || max_us < base_us ||
+		max_us > (int64) 100 * 365 * USECS_PER_DAY)
+		ereport(ERROR, (errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+						errmsg("backoff_max must be an interval from backoff_base up to 100 years"),
+						errhint("Pass an interval such as '1 hour'.")));
+	if (strcmp(jitter, "full") != 0 && strcmp(jitter, "equal") != 0 && strcmp(jitter, "none") != 0)
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("backoff_jitter must be 'full', 'equal' or 'none', not \"%s\"", jitter),
+				 errhint("'full' waits a random time up to the cap, 'equal' at least half "
+						 "of it, 'none' exactly the cap.")));
+	values[0] = IntervalPGetDatum(base);
+	values[1] = IntervalPGetDatum(max);
+	values[2] = CStringGetTextDatum(jitter);
+}
 
 static void
 run_ddl(const char *sql)
@@ -1338,6 +1713,37 @@ is_claim_index(Oid indexid, Oid relid, const AttrNumber *keys, int nkeys)
 	return same;
 }
 
+/*
+ * The wake triggers (taskwait.c): the commit of an INSERT of claimable rows, or of an UPDATE
+ * statement on the table (other than claim's and the helpers'), wakes waiting claims.  Skipped when
+ * the installed SQL objects are older than the library (fencelock.task_wake is missing before ALTER
+ * EXTENSION fencelock UPDATE).
+ */
+static void
+create_wake_trigger(const char *qualname, const TaskMap *map)
+{
+	char *nsp = get_namespace_name(extension_schema());
+	Oid fn = LookupFuncName(list_make2(makeString(nsp), makeString("task_wake")), 0, NULL, true);
+	StringInfoData sql;
+
+	if (!OidIsValid(fn))
+		return;
+	initStringInfo(&sql);
+	appendStringInfo(&sql,
+					 "CREATE OR REPLACE TRIGGER %s AFTER INSERT ON %s REFERENCING NEW TABLE AS "
+					 "fencelock_new FOR EACH STATEMENT EXECUTE FUNCTION %s(%s",
+					 WAKE_INSERT_TRIGGER_NAME, qualname,
+					 quote_qualified_identifier(nsp, "task_wake"),
+					 quote_literal_cstr(NameStr(map->cols[COL_STATE])));
+	if (NameStr(map->cols[COL_RUN_AFTER])[0] != '\0')
+		appendStringInfo(&sql, ", %s", quote_literal_cstr(NameStr(map->cols[COL_RUN_AFTER])));
+	appendStringInfoString(&sql, ")");
+	run_ddl(sql.data);
+	run_ddl(psprintf("CREATE OR REPLACE TRIGGER %s AFTER UPDATE ON %s FOR EACH STATEMENT EXECUTE "
+					 "FUNCTION %s()",
+					 WAKE_TRIGGER_NAME, qualname, quote_qualified_identifier(nsp, "task_wake")));
+}
+
 Datum
 fencelock_enable_tasks(PG_FUNCTION_ARGS)
 {
@@ -1358,16 +1764,18 @@ fencelock_enable_tasks(PG_FUNCTION_ARGS)
 	bool colnulls[NUM_TASK_COLS];
 	int dims[1] = {NUM_TASK_COLS};
 	int lbs[1] = {1};
-	Datum values[3];
+	Datum values[6];
 	NameData index_name;
 	FlSession session;
 	const char *trigger_fn;
 
 	require_arg(fcinfo, 0, "tbl", "Pass the task table, e.g. 'jobs'.");
 	relid = PG_GETARG_OID(0);
+	arg_backoff_policy(fcinfo, NUM_TASK_COLS + 1, &values[3]);
 	for (int i = 0; i < NUM_TASK_COLS; i++)
 	{
-		if (PG_ARGISNULL(i + 1))
+		/* The 0.2.0 signature has no finished_at_col. */
+		if (i + 1 >= PG_NARGS() || PG_ARGISNULL(i + 1))
 		{
 			if (task_cols[i].required)
 				ereport(ERROR, (errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
@@ -1413,6 +1821,7 @@ fencelock_enable_tasks(PG_FUNCTION_ARGS)
 					 "FUNCTION %s(%s)",
 					 TASK_TRIGGER_NAME, qualname, trigger_fn,
 					 quote_literal_cstr(NameStr(map.cols[COL_FENCE]))));
+	create_wake_trigger(qualname, &map);
 	if (new_index)
 	{
 		StringInfoData sql;
@@ -1472,7 +1881,8 @@ fencelock_enable_tasks(PG_FUNCTION_ARGS)
 	values[2] = NameGetDatum(&index_name);
 
 	fl_begin(&session);
-	fl_run(&map_upsert, values, NULL, false);
+	fl_run(task_tables_v030(extension_schema()) ? &map_upsert : &map_upsert_020, values, NULL,
+		   false);
 	fl_run(&map_prune, NULL, NULL, false);
 	fl_end(&session);
 
@@ -1486,15 +1896,16 @@ fencelock_enable_tasks(PG_FUNCTION_ARGS)
  * ---------------------------------------------------------------------------------------------
  */
 
-/* Claim's result must have the columns the statement was built for, of the table's types. */
+/*
+ * Claim's result must have the columns the statement was built for, of the table's types: the
+ * relation, the table's live columns, then (claim_dead's) whether the row was exhausted.
+ */
 static void
-claim_check_result(TaskTable *tt, TupleDesc desc, TupleDesc rdesc)
+claim_check_result(TaskTable *tt, TupleDesc desc, TupleDesc rdesc, bool dead)
 {
 	int col = CLAIM_LEAD_COLS;
 
-	check_result_column(tt, rdesc, 1, BOOLOID, -1);
-	check_result_column(tt, rdesc, 2, BOOLOID, -1);
-	check_result_column(tt, rdesc, 3, OIDOID, -1);
+	check_result_column(tt, rdesc, 1, OIDOID, -1);
 	for (int i = 0; i < desc->natts; i++)
 	{
 		Form_pg_attribute att = TupleDescAttr(desc, i);
@@ -1502,8 +1913,17 @@ claim_check_result(TaskTable *tt, TupleDesc desc, TupleDesc rdesc)
 		if (!att->attisdropped)
 			check_result_column(tt, rdesc, ++col, att->atttypid, att->atttypmod);
 	}
+	if (dead)
+		check_result_column(tt, rdesc, ++col, BOOLOID, -1);
 	if (rdesc->natts != col)
 		check_result_column(tt, rdesc, col + 1, InvalidOid, -1);
+	for (uint64 r = 0; r < SPI_processed; r++)
+	{
+		bool isnull;
+
+		check_result_relation(
+			tt, DatumGetObjectId(SPI_getbinval(SPI_tuptable->vals[r], rdesc, 1, &isnull)));
+	}
 }
 
 /* A row claim could not raise: a warning that names it. */
@@ -1536,34 +1956,72 @@ claim_warn_exhausted(TaskTable *tt, HeapTuple tuple, TupleDesc rdesc)
 					 "every fence a worker may still hold and a lower attempt.")));
 }
 
+typedef struct ClaimSortArg
+{
+	TaskTable *tt;
+	TupleDesc rdesc;
+	SortSupportData *ssup;
+} ClaimSortArg;
+
+static int
+claim_cmp(const void *a, const void *b, void *arg)
+{
+	ClaimSortArg *c = (ClaimSortArg *) arg;
+	HeapTuple ta = *(const HeapTuple *) a;
+	HeapTuple tb = *(const HeapTuple *) b;
+
+	for (int i = 0; i < c->tt->nsort; i++)
+	{
+		bool na;
+		bool nb;
+		Datum da = heap_getattr(ta, c->tt->sortpos[i], c->rdesc, &na);
+		Datum db = heap_getattr(tb, c->tt->sortpos[i], c->rdesc, &nb);
+		int r = ApplySortComparator(da, na, db, nb, &c->ssup[i]);
+
+		if (r != 0)
+			return r;
+	}
+	return 0;
+}
+
+/* Put the last statement's rows into claim order (ORDER BY's: ascending, nulls last). */
+static void
+claim_sort(TaskTable *tt)
+{
+	ClaimSortArg arg;
+
+	if (SPI_processed < 2)
+		return;
+	arg.tt = tt;
+	arg.rdesc = SPI_tuptable->tupdesc;
+	arg.ssup = palloc0(tt->nsort * sizeof(SortSupportData));
+	for (int i = 0; i < tt->nsort; i++)
+	{
+		arg.ssup[i].ssup_cxt = CurrentMemoryContext;
+		arg.ssup[i].ssup_collation = tt->sortcoll[i];
+		arg.ssup[i].ssup_nulls_first = false;
+		PrepareSortSupportFromOrderingOp(tt->sortop[i], &arg.ssup[i]);
+	}
+	qsort_arg(SPI_tuptable->vals, SPI_processed, sizeof(HeapTuple), claim_cmp, &arg);
+}
+
 /*
- * Put the claimed rows of the last statement into the result; returns how many, and how many rows
- * became dead instead.  Nothing is copied before the result is known to be the table's rows.
+ * Put the rows claim took into the result, in claim order; returns how many.  Nothing is copied
+ * before the result is known to be the table's rows.
  */
 static int64
-claim_collect(TaskTable *tt, ReturnSetInfo *rsinfo, Datum *row, bool *rownulls, int64 *dead)
+claim_collect(TaskTable *tt, ReturnSetInfo *rsinfo, Datum *row, bool *rownulls)
 {
 	TupleDesc desc = rsinfo->setDesc;
 	TupleDesc rdesc = SPI_tuptable->tupdesc;
-	int64 claimed = 0;
-	bool isnull;
 
-	claim_check_result(tt, desc, rdesc);
-	for (uint64 r = 0; r < SPI_processed; r++)
-		check_result_relation(
-			tt, DatumGetObjectId(SPI_getbinval(SPI_tuptable->vals[r], rdesc, 3, &isnull)));
+	claim_check_result(tt, desc, rdesc, false);
+	claim_sort(tt);
 	for (uint64 r = 0; r < SPI_processed; r++)
 	{
 		HeapTuple tuple = SPI_tuptable->vals[r];
 		int col = CLAIM_LEAD_COLS;
 
-		if (!DatumGetBool(SPI_getbinval(tuple, rdesc, 1, &isnull)))
-		{
-			if (DatumGetBool(SPI_getbinval(tuple, rdesc, 2, &isnull)))
-				claim_warn_exhausted(tt, tuple, rdesc);
-			(*dead)++;
-			continue;
-		}
 		/* The table's live columns, in order; the row type's dropped columns are null. */
 		for (int i = 0; i < desc->natts; i++)
 		{
@@ -1573,12 +2031,191 @@ claim_collect(TaskTable *tt, ReturnSetInfo *rsinfo, Datum *row, bool *rownulls, 
 				rownulls[i] = true;
 				continue;
 			}
-			row[i] = SPI_getbinval(tuple, rdesc, ++col, &rownulls[i]);
+			row[i] = heap_getattr(tuple, ++col, rdesc, &rownulls[i]);
 		}
 		tuplestore_putvalues(rsinfo->setResult, desc, row, rownulls);
-		claimed++;
 	}
+	return (int64) SPI_processed;
+}
+
+/* The rows claim_dead made dead: a warning for each that was exhausted; returns how many. */
+static int64
+claim_collect_dead(TaskTable *tt, ReturnSetInfo *rsinfo)
+{
+	TupleDesc rdesc = SPI_tuptable->tupdesc;
+
+	claim_check_result(tt, rsinfo->setDesc, rdesc, true);
+	claim_sort(tt);
+	for (uint64 r = 0; r < SPI_processed; r++)
+	{
+		bool isnull;
+
+		if (DatumGetBool(SPI_getbinval(SPI_tuptable->vals[r], rdesc, rdesc->natts, &isnull)))
+			claim_warn_exhausted(tt, SPI_tuptable->vals[r], rdesc);
+	}
+	return (int64) SPI_processed;
+}
+
+/*
+ * One claim of up to max_rows rows into the result; the caller is connected to SPI.  Returns how
+ * many rows it claimed; commits durably when it changed any row.
+ */
+static int64
+claim_once(TaskTable *tt, ReturnSetInfo *rsinfo, text *worker, int64 ttl, int32 max_rows,
+		   Datum *row, bool *rownulls, int64 *marked_out)
+{
+	TimestampTz now = GetCurrentTimestamp();
+	Datum values[CLAIM_NARGS];
+	int64 claimed = 0;
+	int64 dead = 0;
+	int64 marked = 0;
+
+	values[0] = TimestampTzGetDatum(now);
+	values[1] = PointerGetDatum(worker);
+	values[2] = TimestampTzGetDatum(now + ttl);
+	values[3] = Int64GetDatum(fl_timeline_base());
+	/*
+	 * Rows claim cannot take are locked and left by the claim, taking places among max_rows:
+	 * claim_dead makes them dead, then claim runs again for those places.  claim_dead runs only
+	 * when a claim returned fewer rows than asked, and every round but the last makes a row dead,
+	 * so this ends; usually there is a single statement.
+	 */
+	for (;;)
+	{
+		values[4] = Int64GetDatum((int64) max_rows - claimed);
+		task_run(tt, STMT_CLAIM, CLAIM_NARGS, claim_argtypes, values, NULL);
+		claimed += claim_collect(tt, rsinfo, row, rownulls);
+		if (claimed >= max_rows)
+			break;
+		values[4] = Int64GetDatum((int64) max_rows - claimed);
+		task_run(tt, STMT_CLAIM_DEAD, CLAIM_NARGS, claim_argtypes, values, NULL);
+		dead = claim_collect_dead(tt, rsinfo);
+		marked += dead;
+		if (dead == 0)
+			break;
+	}
+
+	/* As for acquire: a crash must not hand a claim's fence to a second worker. */
+	if (claimed > 0 || marked > 0)
+		fl_commit_durably();
+	*marked_out = marked;
 	return claimed;
+}
+
+/* An internal subtransaction, as PL/pgSQL runs an EXCEPTION block (as wait.c's attempts). */
+typedef struct ClaimSubxact
+{
+	MemoryContext cxt;
+	ResourceOwner owner;
+} ClaimSubxact;
+
+static void
+claim_subxact_end(ClaimSubxact *x, bool commit)
+{
+	MemoryContextSwitchTo(x->cxt);
+	if (commit)
+		ReleaseCurrentSubTransaction();
+	else
+		RollbackAndReleaseCurrentSubTransaction();
+	MemoryContextSwitchTo(x->cxt);
+	CurrentResourceOwner = x->owner;
+}
+
+/*
+ * One attempt of a waiting claim, in a subtransaction rolled back when it changed nothing: a
+ * claim whose UPDATE met a row being changed by another transaction may have locked the newest
+ * version to re-check it, and a waiter must not sleep holding that lock.
+ */
+static int64
+claim_attempt(Oid relid, ReturnSetInfo *rsinfo, text *worker, int64 ttl, int32 max_rows, Datum *row,
+			  bool *rownulls, int64 *marked)
+{
+	ClaimSubxact x;
+	int64 claimed = 0;
+
+	*marked = 0;
+	x.cxt = CurrentMemoryContext;
+	x.owner = CurrentResourceOwner;
+	BeginInternalSubTransaction(NULL);
+	MemoryContextSwitchTo(x.cxt);
+	PG_TRY();
+	{
+		TaskTable *tt = task_table(relid);
+
+		if (SPI_connect() != SPI_OK_CONNECT)
+			elog(ERROR, "SPI_connect failed");
+		claimed = claim_once(tt, rsinfo, worker, ttl, max_rows, row, rownulls, marked);
+		if (SPI_finish() != SPI_OK_FINISH)
+			elog(ERROR, "SPI_finish failed");
+	}
+	PG_CATCH();
+	{
+		claim_subxact_end(&x, false);
+		PG_RE_THROW();
+	}
+	PG_END_TRY();
+	claim_subxact_end(&x, claimed > 0 || *marked > 0);
+	return claimed;
+}
+
+/*
+ * claim(..., wait => ...): claim; when nothing is claimable, wait until a commit makes rows
+ * claimable (taskwait.c) or the deadline passes, trying again at least every
+ * fencelock.claim_recheck.  Returns, without waiting longer, once a claim changed any row (rows
+ * claimed, or rows made dead, whose locks must not be held through a wait).
+ */
+static void
+claim_waiting(Oid relid, ReturnSetInfo *rsinfo, text *worker, int64 ttl, int32 max_rows,
+			  int64 wait_us, Datum *row, bool *rownulls)
+{
+	TimestampTz deadline = GetCurrentTimestamp() + wait_us;
+	TaskTable *tt = task_table(relid);
+	int64 marked;
+	volatile int64 claimed = 0;
+
+	if (!tt->has_wake)
+		ereport(ERROR,
+				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+				 errmsg("table \"%s\" has no enabled wake triggers", tt->relname),
+				 errdetail("A waiting claim is woken by triggers %s and %s, which enable_tasks "
+						   "installs since fencelock 0.3.0.",
+						   WAKE_INSERT_TRIGGER_NAME, WAKE_TRIGGER_NAME),
+				 errhint("Run SELECT fencelock.enable_tasks('%s') again.",
+						 quote_qualified_identifier(get_namespace_name(get_rel_namespace(relid)),
+													tt->relname))));
+	if (IsolationUsesXactSnapshot())
+		ereport(ERROR, (errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
+						errmsg("a waiting claim needs the READ COMMITTED isolation level"),
+						errdetail("With a transaction snapshot, rows committed while it waits stay "
+								  "invisible."),
+						errhint("Claim in a READ COMMITTED transaction, or leave out wait.")));
+
+	/* Registered before the first look: a commit in between still wakes us. */
+	fl_task_wait_enter(relid, max_rows);
+	PG_TRY();
+	{
+		for (;;)
+		{
+			TimestampTz now;
+
+			claimed = claim_attempt(relid, rsinfo, worker, ttl, max_rows, row, rownulls, &marked);
+			if (claimed > 0 || marked > 0)
+				break;
+			now = GetCurrentTimestamp();
+			if (now >= deadline)
+				break;
+			fl_task_wait_sleep(
+				(long) Min((deadline - now + 999) / 1000, (int64) fencelock_claim_recheck_ms));
+		}
+	}
+	PG_FINALLY();
+	{
+		fl_task_wait_leave();
+	}
+	PG_END_TRY();
+	/* A full batch: more rows may be there, for the next waiter (not this one: it has left). */
+	if (claimed == max_rows)
+		fl_task_wake_next(relid);
 }
 
 Datum
@@ -1590,14 +2227,12 @@ fencelock_claim(PG_FUNCTION_ARGS)
 	text *worker;
 	int64 ttl;
 	int32 max_rows;
-	TimestampTz now;
 	TaskTable *tt;
-	Datum values[CLAIM_NARGS];
 	Datum *row;
 	bool *rownulls;
-	int64 claimed = 0;
-	int64 dead;
-	int64 marked = 0;
+	int64 marked;
+	int64 wait_us = 0;
+	bool waiting = false;
 
 	if (!OidIsValid(relid))
 		ereport(ERROR, (errcode(ERRCODE_DATATYPE_MISMATCH),
@@ -1615,38 +2250,28 @@ fencelock_claim(PG_FUNCTION_ARGS)
 						errmsg("max_rows must be positive, not %d", max_rows),
 						errhint("Pass a positive number of rows.")));
 
-	tt = task_table(relid);
-	now = GetCurrentTimestamp();
-	values[0] = TimestampTzGetDatum(now);
-	values[1] = PointerGetDatum(worker);
-	values[2] = TimestampTzGetDatum(now + ttl);
-	values[3] = Int64GetDatum(fl_timeline_base());
+	/* wait: NULL (or the 0.2.0 signature without it) does not wait. */
+	if (PG_NARGS() > 4 && !PG_ARGISNULL(4))
+	{
+		wait_us = fl_arg_claim_wait(fcinfo, 4);
+		waiting = wait_us > 0;
+	}
 
+	tt = task_table(relid);
 	InitMaterializedSRF(fcinfo, 0);
 	row = palloc(Max(rsinfo->setDesc->natts, 1) * sizeof(Datum));
 	rownulls = palloc(Max(rsinfo->setDesc->natts, 1) * sizeof(bool));
 
+	if (waiting)
+	{
+		claim_waiting(relid, rsinfo, worker, ttl, max_rows, wait_us, row, rownulls);
+		return (Datum) 0;
+	}
 	if (SPI_connect() != SPI_OK_CONNECT)
 		elog(ERROR, "SPI_connect failed");
-	/*
-	 * Rows that became dead took places among max_rows: claim again for those places, until a
-	 * statement finds no more dead rows.  Every statement marks at least one row dead, so this
-	 * ends; usually there is a single statement.
-	 */
-	do
-	{
-		dead = 0;
-		values[4] = Int64GetDatum((int64) max_rows - claimed);
-		task_run(tt, STMT_CLAIM, CLAIM_NARGS, claim_argtypes, values, NULL);
-		claimed += claim_collect(tt, rsinfo, row, rownulls, &dead);
-		marked += dead;
-	} while (dead > 0 && claimed < max_rows);
+	(void) claim_once(tt, rsinfo, worker, ttl, max_rows, row, rownulls, &marked);
 	if (SPI_finish() != SPI_OK_FINISH)
 		elog(ERROR, "SPI_finish failed");
-
-	/* As for acquire: a crash must not hand a claim's fence to a second worker. */
-	if (claimed > 0 || marked > 0)
-		fl_commit_durably();
 	return (Datum) 0;
 }
 
@@ -1708,7 +2333,8 @@ static bool
 row_update(TaskTable *tt, TaskStmt stmt, Datum id, int64 fence, Datum *extra,
 		   const char *extra_nulls, int nextra, char **state)
 {
-	Oid argtypes[ROW_MAX_NARGS] = {tt->pktype, INT8OID, TIMESTAMPTZOID, TEXTOID};
+	Oid argtypes[ROW_MAX_NARGS] = {tt->pktype,     INT8OID,   TIMESTAMPTZOID, TEXTOID,
+								   TIMESTAMPTZOID, FLOAT8OID, FLOAT8OID,      FLOAT8OID};
 	Datum values[ROW_MAX_NARGS];
 	char nulls[ROW_MAX_NARGS];
 	TupleDesc rdesc;
@@ -1803,11 +2429,12 @@ fencelock_fail(PG_FUNCTION_ARGS)
 	TaskTable *tt = arg_table(fcinfo, 0);
 	Datum id = arg_id(fcinfo, 1, tt);
 	int64 fence = arg_fence(fcinfo, 2);
-	Datum extra[2] = {(Datum) 0, (Datum) 0};
-	char extra_nulls[2] = {'n', 'n'};
+	Datum extra[6] = {0};
+	char extra_nulls[6] = {'n', 'n', 'n', 'n', 'n', 'n'};
 	Datum state = (Datum) 0;
 	char *old_state;
 	bool updated;
+	bool ready_later; /* a backoff: claimable only after run_after */
 
 	if (!PG_ARGISNULL(3))
 	{
@@ -1837,11 +2464,24 @@ fencelock_fail(PG_FUNCTION_ARGS)
 			DirectFunctionCall2(timestamptz_pl_interval, TimestampTzGetDatum(GetCurrentTimestamp()),
 								IntervalPGetDatum(backoff));
 		extra_nulls[0] = ' ';
+		ready_later = backoff->time > 0 || backoff->day > 0 || backoff->month > 0;
+	}
+	else if (tt->map.backoff_max_s < 0)
+		ready_later = false; /* no policy (0.2.0 objects): run_after stays */
+	else
+	{
+		ready_later = tt->has[COL_RUN_AFTER] && tt->map.backoff_base_s > 0;
+		/* No backoff given: the table's policy (enable_tasks' backoff_base, _max, _jitter). */
+		extra[2] = TimestampTzGetDatum(GetCurrentTimestamp());
+		extra[3] = Float8GetDatum(tt->map.backoff_base_s);
+		extra[4] = Float8GetDatum(tt->map.backoff_max_s);
+		extra[5] = Float8GetDatum(tt->map.backoff_jitter);
+		memset(extra_nulls + 2, ' ', 4);
 	}
 
 	if (SPI_connect() != SPI_OK_CONNECT)
 		elog(ERROR, "SPI_connect failed");
-	updated = row_update(tt, STMT_FAIL, id, fence, extra, extra_nulls, 2, &old_state);
+	updated = row_update(tt, STMT_FAIL, id, fence, extra, extra_nulls, 6, &old_state);
 	if (updated)
 	{
 		bool isnull;
@@ -1849,6 +2489,11 @@ fencelock_fail(PG_FUNCTION_ARGS)
 		/* The new state, copied out of SPI's memory before SPI_finish. */
 		state = SPI_datumTransfer(
 			SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 2, &isnull), false, -1);
+		/* Ready again at once: its commit wakes a waiting claim. */
+		if (!ready_later && strcmp(TextDatumGetCString(state), "ready") == 0)
+			fl_task_wake_pending(DatumGetObjectId(SPI_getbinval(SPI_tuptable->vals[0],
+																SPI_tuptable->tupdesc, 1, &isnull)),
+								 1, false);
 	}
 	if (SPI_finish() != SPI_OK_FINISH)
 		elog(ERROR, "SPI_finish failed");
@@ -1856,4 +2501,239 @@ fencelock_fail(PG_FUNCTION_ARGS)
 	if (!updated)
 		PG_RETURN_NULL();
 	PG_RETURN_DATUM(state);
+}
+
+/* ---------------------------------------------------------------------------------------------
+ * purge_tasks
+ * ---------------------------------------------------------------------------------------------
+ */
+
+/*
+ * purge_tasks(tbl, older_than, include_dead, batch_size): delete the rows that finished (done,
+ * and dead with include_dead) more than older_than ago, batch_size rows per statement, skipping
+ * rows that anyone holds locked; returns how many.  Runs as the caller, who needs DELETE on the
+ * table (and UPDATE, for the row locks of SKIP LOCKED).
+ */
+Datum
+fencelock_purge_tasks(PG_FUNCTION_ARGS)
+{
+	TaskTable *tt = arg_table(fcinfo, 0);
+	int64 older_us;
+	int32 batch;
+	Datum values[3];
+	int64 total = 0;
+	uint64 n;
+
+	require_arg(fcinfo, 1, "older_than", "Pass an interval such as '7 days'.");
+	if (!fl_interval_us(PG_GETARG_INTERVAL_P(1), &older_us) || older_us < 0)
+		ereport(ERROR, (errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+						errmsg("older_than must be a non-negative interval"),
+						errhint("Pass an interval such as '7 days'.")));
+	require_arg(fcinfo, 2, "include_dead", "Pass true to delete dead rows too, false not to.");
+	require_arg(fcinfo, 3, "batch_size", "Pass a positive number of rows.");
+	batch = PG_GETARG_INT32(3);
+	if (batch < 1)
+		ereport(ERROR, (errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+						errmsg("batch_size must be positive, not %d", batch),
+						errhint("Pass a positive number of rows, such as 1000.")));
+	if (!tt->has[COL_FINISHED_AT])
+		ereport(ERROR,
+				(errcode(ERRCODE_UNDEFINED_COLUMN),
+				 errmsg("table \"%s\" has no finished_at column", tt->relname),
+				 errdetail("purge_tasks deletes rows by the time they finished, which complete "
+						   "and fail record there."),
+				 errhint("Run ALTER TABLE %s ADD COLUMN finished_at timestamptz, then "
+						 "fencelock.enable_tasks again.",
+						 quote_qualified_identifier(
+							 get_namespace_name(get_rel_namespace(tt->relid)), tt->relname))));
+
+	values[0] = TimestampTzGetDatum(GetCurrentTimestamp() - older_us);
+	values[1] = Int64GetDatum(batch);
+	values[2] = BoolGetDatum(PG_GETARG_BOOL(2));
+	if (SPI_connect() != SPI_OK_CONNECT)
+		elog(ERROR, "SPI_connect failed");
+	do
+	{
+		CHECK_FOR_INTERRUPTS();
+		n = task_run(tt, STMT_PURGE, lengthof(purge_argtypes), purge_argtypes, values, NULL);
+		if (n > 0)
+		{
+			bool isnull;
+
+			check_result_column(tt, SPI_tuptable->tupdesc, 1, OIDOID, -1);
+			for (uint64 r = 0; r < n; r++)
+				check_result_relation(
+					tt, DatumGetObjectId(SPI_getbinval(SPI_tuptable->vals[r], SPI_tuptable->tupdesc,
+													   1, &isnull)));
+		}
+		total += n;
+	} while (n == (uint64) batch);
+	if (SPI_finish() != SPI_OK_FINISH)
+		elog(ERROR, "SPI_finish failed");
+	PG_RETURN_INT64(total);
+}
+
+/* ---------------------------------------------------------------------------------------------
+ * complete_all
+ * ---------------------------------------------------------------------------------------------
+ */
+
+/* An array argument converted to an array of type elemtype (assignment casts), without nulls. */
+static ArrayType *
+arg_array(FunctionCallInfo fcinfo, int argno, const char *what, Oid elemtype)
+{
+	Oid argtype = get_fn_expr_argtype(fcinfo->flinfo, argno);
+	Oid target = get_array_type(elemtype);
+	Datum d;
+	ArrayType *a;
+
+	require_arg(fcinfo, argno, what, "Pass an array with one element per task.");
+	d = PG_GETARG_DATUM(argno);
+	if (argtype != target)
+	{
+		Node *expr =
+			(Node *) makeConst(argtype, -1, get_typcollation(argtype), -1, d, false, false);
+
+		expr = coerce_to_target_type(NULL, expr, argtype, target, -1, COERCION_ASSIGNMENT,
+									 COERCE_IMPLICIT_CAST, -1);
+		if (expr == NULL || !OidIsValid(target))
+			ereport(ERROR, (errcode(ERRCODE_DATATYPE_MISMATCH),
+							errmsg("%s of type %s do not match type %s", what,
+								   format_type_be(argtype), format_type_be(elemtype)),
+							errhint("Pass the %s as a %s array.", what, format_type_be(elemtype))));
+		d = ((Const *) evaluate_expr((Expr *) expr, target, -1, InvalidOid))->constvalue;
+	}
+	a = DatumGetArrayTypeP(d);
+	if (ARR_NDIM(a) > 1)
+		ereport(ERROR, (errcode(ERRCODE_ARRAY_SUBSCRIPT_ERROR),
+						errmsg("%s must be a one-dimensional array", what)));
+	if (array_contains_nulls(a))
+		ereport(ERROR,
+				(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED), errmsg("%s must not contain nulls", what),
+				 errhint("Pass one %s per task.", what)));
+	return a;
+}
+
+/*
+ * complete_all(tbl, ids, fences): complete in one statement every row of ids that is running
+ * under exactly the fence at the same place in fences; returns how many of the rows are done under
+ * their fence now (also those that were already: a retry after a lost reply).  A row whose fence
+ * is another raises FL001, and nothing is completed; rows that do not exist or are not running
+ * are left as they are and not counted.
+ */
+Datum
+fencelock_complete_all(PG_FUNCTION_ARGS)
+{
+	TaskTable *tt = arg_table(fcinfo, 0);
+	ArrayType *ids;
+	ArrayType *fences;
+	int n;
+	Oid argtypes[2];
+	Datum values[2];
+	uint64 updated;
+	int64 done = 0;
+	int64 *fence_of;
+	bool *seen;
+
+	if (tt->npk != 1)
+		ereport(ERROR,
+				(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
+				 errmsg("table \"%s\" has a primary key of %d columns", tt->relname, tt->npk),
+				 errhint("The helpers take a single-column key; write the UPDATE yourself, "
+						 "setting the fence column to the claim's fence.")));
+	ids = arg_array(fcinfo, 1, "ids", tt->pktype);
+	fences = arg_array(fcinfo, 2, "fences", INT8OID);
+	n = ArrayGetNItems(ARR_NDIM(ids), ARR_DIMS(ids));
+	if (n != ArrayGetNItems(ARR_NDIM(fences), ARR_DIMS(fences)))
+		ereport(ERROR, (errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+						errmsg("ids and fences differ in length (%d and %d)", n,
+							   ArrayGetNItems(ARR_NDIM(fences), ARR_DIMS(fences))),
+						errhint("Pass one fence per id, in the same order.")));
+	if (n == 0)
+		PG_RETURN_INT64(0);
+	argtypes[0] = get_array_type(tt->pktype);
+	argtypes[1] = INT8ARRAYOID;
+	values[0] = PointerGetDatum(ids);
+	values[1] = PointerGetDatum(fences);
+
+	if (SPI_connect() != SPI_OK_CONNECT)
+		elog(ERROR, "SPI_connect failed");
+	updated = task_run(tt, STMT_COMPLETE_ALL, 2, argtypes, values, NULL);
+	if (updated > 0)
+	{
+		bool isnull;
+
+		check_result_column(tt, SPI_tuptable->tupdesc, 1, OIDOID, -1);
+		for (uint64 r = 0; r < updated; r++)
+			check_result_relation(
+				tt, DatumGetObjectId(
+						SPI_getbinval(SPI_tuptable->vals[r], SPI_tuptable->tupdesc, 1, &isnull)));
+	}
+	if (updated == (uint64) n)
+	{
+		if (SPI_finish() != SPI_OK_FINISH)
+			elog(ERROR, "SPI_finish failed");
+		PG_RETURN_INT64(n);
+	}
+
+	/* Some rows were not updated: any with another fence is an error; count those done. */
+	fence_of = palloc(n * sizeof(int64));
+	seen = palloc0(n * sizeof(bool));
+	{
+		Datum *elems;
+		bool *nulls;
+		int nelems;
+
+		deconstruct_array(fences, INT8OID, 8, FLOAT8PASSBYVAL, TYPALIGN_DOUBLE, &elems, &nulls,
+						  &nelems);
+		for (int i = 0; i < n; i++)
+			fence_of[i] = DatumGetInt64(elems[i]);
+	}
+	task_run(tt, STMT_READ_ALL, 1, argtypes, values, NULL);
+	{
+		TupleDesc rdesc = SPI_tuptable->tupdesc;
+
+		check_result_column(tt, rdesc, 1, OIDOID, -1);
+		check_result_column(tt, rdesc, 2, INT8OID, -1);
+		check_result_column(tt, rdesc, 3, tt->fence_type, -1);
+		check_result_column(tt, rdesc, 4, tt->state_type, -1);
+		for (uint64 r = 0; r < SPI_processed; r++)
+		{
+			HeapTuple tuple = SPI_tuptable->vals[r];
+			bool isnull;
+			bool fence_null;
+			Oid tableoid = DatumGetObjectId(SPI_getbinval(tuple, rdesc, 1, &isnull));
+			int64 i = DatumGetInt64(SPI_getbinval(tuple, rdesc, 2, &isnull)) - 1;
+			Datum f = SPI_getbinval(tuple, rdesc, 3, &fence_null);
+			Datum st;
+			Datum id;
+
+			check_result_relation(tt, tableoid);
+			if (i < 0 || i >= n)
+				elog(ERROR, "complete_all: ordinality out of range");
+			if (fence_null || DatumGetInt64(f) != fence_of[i])
+			{
+				bool idnull;
+				int16 typlen;
+				bool typbyval;
+				char typalign;
+				int index = (int) i + 1;
+
+				get_typlenbyvalalign(tt->pktype, &typlen, &typbyval, &typalign);
+				id = array_get_element(PointerGetDatum(ids), 1, &index, -1, typlen, typbyval,
+									   typalign, &idnull);
+				wrong_fence(tt, tableoid, id, fence_of[i], fence_null,
+							fence_null ? 0 : DatumGetInt64(f));
+			}
+			st = SPI_getbinval(tuple, rdesc, 4, &isnull);
+			if (!isnull && !seen[i] && strcmp(TextDatumGetCString(st), "done") == 0)
+			{
+				seen[i] = true;
+				done++;
+			}
+		}
+	}
+	if (SPI_finish() != SPI_OK_FINISH)
+		elog(ERROR, "SPI_finish failed");
+	PG_RETURN_INT64(done);
 }

@@ -13,6 +13,7 @@
 #include "mergeguard.h"
 #include "miscadmin.h"
 #include "shmem.h"
+#include "taskwait.h"
 #include "utils/guc.h"
 
 FL_MODULE_MAGIC;
@@ -63,6 +64,13 @@ _PG_init(void)
 							 "Grants, releases, takeovers, revokes and ended sessions, delivered "
 							 "when the transaction that made them commits.",
 							 &fencelock_notify, false, PGC_SUSET, 0, NULL, NULL, NULL);
+	DefineCustomIntVariable("fencelock.claim_recheck",
+							"Longest sleep of a waiting claim between two attempts.",
+							"A waiting claim is woken by the commit that makes rows claimable; it "
+							"also looks again this often for rows no commit announced (lapsed "
+							"leases, run_after reached).",
+							&fencelock_claim_recheck_ms, 1000, 10, 3600 * 1000, PGC_USERSET,
+							GUC_UNIT_MS, NULL, NULL, NULL);
 	DefineCustomEnumVariable(
 		"fencelock.log_level",
 		"Server log level for takeovers and rejected stale or unfenced writes.", NULL,
@@ -88,5 +96,6 @@ _PG_init(void)
 	{
 		fl_shmem_init();
 		fl_session_shmem_init();
+		fl_task_wait_shmem_init();
 	}
 }

@@ -104,11 +104,12 @@ SELECT fencelock.fail('jobs', 5, 1, error => 'timeout', backoff => '1 hour') AS 
 SELECT state, lease_owner, lease_until, attempt, run_after > now() + interval '59 min' AS backed_off,
        last_error
   FROM jobs WHERE id = 5;
--- Without a backoff, the job is ready again at once.
-SELECT fencelock.fail('jobs', 3, 1) AS state_after_fail;
+-- With backoff => '0', the job is ready again at once (without one, the table's backoff policy
+-- applies: 020_claim_backoff).
+SELECT fencelock.fail('jobs', 3, 1, backoff => '0') AS state_after_fail;
 SELECT id, attempt, fence FROM fencelock.claim(NULL::jobs, worker => 'w-5');
 -- Attempt 2 fails too; attempt 3 is the last (max_attempts is 3): when it fails, the job is dead.
-SELECT fencelock.fail('jobs', 3, 2, 'boom') AS after_second;
+SELECT fencelock.fail('jobs', 3, 2, 'boom', '0') AS after_second;
 SELECT id, attempt, fence FROM fencelock.claim(NULL::jobs, worker => 'w-5');
 SELECT fencelock.fail('jobs', 3, 3, 'boom again') AS after_third;
 SELECT state, attempt, fence, last_error FROM jobs WHERE id = 3;
