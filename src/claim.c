@@ -2102,25 +2102,6 @@ claim_once(TaskTable *tt, ReturnSetInfo *rsinfo, text *worker, int64 ttl, int32 
 	return claimed;
 }
 
-/* An internal subtransaction, as PL/pgSQL runs an EXCEPTION block (as wait.c's attempts). */
-typedef struct ClaimSubxact
-{
-	MemoryContext cxt;
-	ResourceOwner owner;
-} ClaimSubxact;
-
-static void
-claim_subxact_end(ClaimSubxact *x, bool commit)
-{
-	MemoryContextSwitchTo(x->cxt);
-	if (commit)
-		ReleaseCurrentSubTransaction();
-	else
-		RollbackAndReleaseCurrentSubTransaction();
-	MemoryContextSwitchTo(x->cxt);
-	CurrentResourceOwner = x->owner;
-}
-
 /*
  * One attempt of a waiting claim, in a subtransaction rolled back when it changed nothing: a
  * claim whose UPDATE met a row being changed by another transaction may have locked the newest
@@ -2130,14 +2111,11 @@ static int64
 claim_attempt(Oid relid, ReturnSetInfo *rsinfo, text *worker, int64 ttl, int32 max_rows, Datum *row,
 			  bool *rownulls, int64 *marked)
 {
-	ClaimSubxact x;
+	FlSubxact x;
 	int64 claimed = 0;
 
 	*marked = 0;
-	x.cxt = CurrentMemoryContext;
-	x.owner = CurrentResourceOwner;
-	BeginInternalSubTransaction(NULL);
-	MemoryContextSwitchTo(x.cxt);
+	fl_subxact_begin(&x);
 	PG_TRY();
 	{
 		TaskTable *tt = task_table(relid);
@@ -2150,11 +2128,11 @@ claim_attempt(Oid relid, ReturnSetInfo *rsinfo, text *worker, int64 ttl, int32 m
 	}
 	PG_CATCH();
 	{
-		claim_subxact_end(&x, false);
+		fl_subxact_end(&x, false);
 		PG_RE_THROW();
 	}
 	PG_END_TRY();
-	claim_subxact_end(&x, claimed > 0 || *marked > 0);
+	fl_subxact_end(&x, claimed > 0 || *marked > 0);
 	return claimed;
 }
 
