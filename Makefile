@@ -5,7 +5,7 @@ EXTVERSION = $(shell sed -n "s/^default_version = '\(.*\)'/\1/p" fencelock.contr
 MODULE_big = fencelock
 OBJS = \
 	src/fencelock.o \
-	src/exec.o \
+	src/asowner.o \
 	src/lease.o \
 	src/key.o \
 	src/trigger.o \

@@ -38,7 +38,7 @@ extern int fencelock_log_level; /* an elevel, or -1 for off */
 extern int fencelock_max_tables;
 
 /*
- * exec.c: the statements behind the SQL API.  Each runs through SPI as the extension's owner
+ * asowner.c: the statements behind the SQL API.  Each runs through SPI as the extension's owner
  * (the caller has no privileges on fencelock's tables), prepared once per backend.
  */
 #define FL_MAX_ARGS 8
@@ -65,7 +65,7 @@ extern uint64 fl_run_latest(FlStmt *stmt, Datum *values, const char *nulls);
 extern bool fl_run_or_undo(FlStmt *stmt, Datum *values, const char *nulls);
 extern int64 fl_get_int64(uint64 row, int col, bool *isnull);
 
-/* exec.c: an internal subtransaction, as PL/pgSQL runs an EXCEPTION block */
+/* asowner.c: an internal subtransaction, as PL/pgSQL runs an EXCEPTION block */
 typedef struct FlSubxact
 {
 	MemoryContext cxt;

@@ -3,7 +3,7 @@
  * lease's latest fence, not against the fence stored in the row.
  *
  * The first lease-bound write of a transaction under a lease reads the lease row with FOR SHARE
- * (as the extension's owner, through exec.c): a grant updates that row, so no takeover can commit
+ * (as the extension's owner, through asowner.c): a grant updates that row, so no takeover can commit
  * while this transaction is open, and a takeover that committed first is seen.  The fence shown
  * is then remembered for the rest of the transaction, so later rows under the same lease cost a
  * hash lookup.  fencelock.assert_fence records its fence here too.

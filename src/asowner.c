@@ -1,5 +1,5 @@
 /*
- * exec.c — running fencelock's own statements.
+ * asowner.c — fencelock's own statements, run as the extension's owner.
  *
  * The lease table grants no privileges to anyone: the SQL functions are the only way in.  Their
  * statements therefore run as the extension's owner (the owner of fencelock.lease), which is what
