@@ -7,6 +7,7 @@ OBJS = \
 	src/fencelock.o \
 	src/asowner.o \
 	src/lease.o \
+	src/leaserow.o \
 	src/key.o \
 	src/trigger.o \
 	src/shmem.o \

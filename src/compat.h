@@ -83,6 +83,22 @@
 #endif
 
 /*
+ * heap_update: PostgreSQL 16 added an argument that says which indexes the new version needs
+ * entries in; before, a version that is not heap-only needs entries in every index.
+ */
+#if PG_VERSION_NUM >= 160000
+#define FL_UPDATE_INDEXES_DECL(var) TU_UpdateIndexes var = TU_None
+#define FL_HEAP_UPDATE(rel, otid, tuple, cid, tmfd, lockmode, var)                                 \
+	heap_update((rel), (otid), (tuple), (cid), InvalidSnapshot, true, (tmfd), (lockmode), &(var))
+#define FL_UPDATE_NEEDS_INDEX_ENTRIES(var, tuple) ((var) == TU_All)
+#else
+#define FL_UPDATE_INDEXES_DECL(var) bool var pg_attribute_unused() = false
+#define FL_HEAP_UPDATE(rel, otid, tuple, cid, tmfd, lockmode, var)                                 \
+	heap_update((rel), (otid), (tuple), (cid), InvalidSnapshot, true, (tmfd), (lockmode))
+#define FL_UPDATE_NEEDS_INDEX_ENTRIES(var, tuple) (!HeapTupleIsHeapOnly(tuple))
+#endif
+
+/*
  * pq_check_connection() (PostgreSQL 14 and later) is declared in libpq/libpq.h, which includes
  * libpq-be.h and with it <gssapi/gssapi.h> on servers built with GSSAPI, such as Debian's: a
  * header the server-dev packages do not bring.  The prototype, unchanged since 14, is repeated

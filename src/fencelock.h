@@ -81,12 +81,34 @@ extern text *fl_arg_owner(FunctionCallInfo fcinfo, int argno);
 extern int64 fl_arg_ttl(FunctionCallInfo fcinfo, int argno);
 extern bool fl_interval_us(const Interval *iv, int64 *us);
 
+/*
+ * The SQL entry points of each version of the extension's scripts: a database keeps its
+ * version's definitions (and its lease table's columns) until ALTER EXTENSION ... UPDATE.
+ */
+typedef enum FlApi
+{
+	FL_API_0_1 = 1, /* no granted_how, no lock_delay, no counts or history */
+	FL_API_0_2 = 2  /* also 0.3.0's: sessions are found from the lease table's columns */
+} FlApi;
+
+/* How a lease was granted: fencelock.lease.granted_how, history's granted_how in words. */
+typedef enum FlGrantedHow
+{
+	FL_GRANTED_NEW = 'n',           /* the resource's first grant, or after a purge */
+	FL_GRANTED_AFTER_RELEASE = 'r', /* after a release, a revoke or the holder's session ended */
+	FL_GRANTED_AFTER_EXPIRY = 'e',  /* to the same owner, after its own lease expired */
+	FL_GRANTED_TAKEOVER = 't',      /* to another owner, after the holder's lease expired */
+	FL_GRANTED_REVOKED = 'v'        /* not a grant: revoke's new fence, nobody holds it */
+} FlGrantedHow;
+
+extern const char *fl_granted_how_words(char how);
+
 /* lease.c: one grant attempt, shared by acquire, waiting acquire and acquire_all */
 typedef struct FlGrant
 {
 	bool granted;
 	bool is_new; /* a new grant (new fence), not the same owner's live lease */
-	char how;    /* n new resource, r after release, e after own expiry, t taken over */
+	char how;    /* an FlGrantedHow */
 	int64 fence;
 	TimestampTz granted_at;
 	TimestampTz expires_at;
@@ -95,10 +117,10 @@ typedef struct FlGrant
 
 extern int64 fl_timeline_base(void);
 extern void fl_commit_durably(void);
-extern void fl_try_acquire(text *resource, text *owner, int64 ttl, int api, bool want_expiry,
+extern void fl_try_acquire(text *resource, text *owner, int64 ttl, FlApi api, bool want_expiry,
 						   FlGrant *g);
 extern void fl_count_grant(text *resource, const FlGrant *g);
-extern bool fl_release(text *resource, text *owner, int api);
+extern bool fl_release(text *resource, text *owner, FlApi api);
 
 /* count.c: counts of grants, renewals and releases, made when the transaction commits */
 extern void fl_count_at_commit(FlCounter counter, uint64 n);
@@ -114,11 +136,12 @@ extern void fl_session_shmem_init(void);
 extern int64 fl_session_id(void);
 extern void fl_session_bound(text *resource);
 extern bool fl_lease_has_sessions(void);
+extern bool fl_session_alive(int64 id);
 
 /* history.c: the optional record of grants and their endings (fencelock.history = on) */
 extern void fl_history_grant(text *resource, text *owner, FlGrant *g);
 extern void fl_history_update(text *resource, int64 fence, TimestampTz now, TimestampTz expires,
-							  char end_how);
+							  bool released);
 extern void fl_history_purge(TimestampTz cutoff, TimestampTz now);
 extern int64 fl_history_prune(TimestampTz now, int64 batch);
 

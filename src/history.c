@@ -12,26 +12,23 @@
 #include "common/pg_prng.h"
 #include "fencelock.h"
 #include "miscadmin.h"
+#include "utils/builtins.h"
 
-/* $1 resource, $2 new fence, $3 now, $4 how the new grant came about */
+/* $1 resource, $2 new fence, $3 now, $4 how the earlier grant ended */
 static FlStmt history_close = {
-	"UPDATE fencelock.history AS h SET ended_at = LEAST(h.expires_at, $3), "
-	" ended_how = CASE WHEN $4 OPERATOR(pg_catalog.=) 't' THEN 'taken over' ELSE 'expired' END "
+	"UPDATE fencelock.history AS h SET ended_at = LEAST(h.expires_at, $3), ended_how = $4 "
 	"WHERE h.resource OPERATOR(pg_catalog.=) $1 AND h.ended_at IS NULL "
 	" AND h.fence OPERATOR(pg_catalog.<) $2",
 	4,
-	{TEXTOID, INT8OID, TIMESTAMPTZOID, CHAROID}};
+	{TEXTOID, INT8OID, TIMESTAMPTZOID, TEXTOID}};
 
-/* $1 resource, $2 fence, $3 owner, $4 how, $5 granted, $6 expires */
+/* $1 resource, $2 fence, $3 owner, $4 how it was granted (fl_granted_how_words), $5, $6 */
 static FlStmt history_insert = {
 	"INSERT INTO fencelock.history AS h "
 	" (resource, fence, owner, granted_how, granted_at, expires_at) "
-	"VALUES ($1, $2, $3, CASE WHEN $4 OPERATOR(pg_catalog.=) 'n' THEN 'new' "
-	" WHEN $4 OPERATOR(pg_catalog.=) 'r' THEN 'after release' "
-	" WHEN $4 OPERATOR(pg_catalog.=) 'e' THEN 'after own expiry' ELSE 'taken over' END, $5, $6) "
-	"ON CONFLICT DO NOTHING",
+	"VALUES ($1, $2, $3, $4, $5, $6) ON CONFLICT DO NOTHING",
 	6,
-	{TEXTOID, INT8OID, TEXTOID, CHAROID, TIMESTAMPTZOID, TIMESTAMPTZOID}};
+	{TEXTOID, INT8OID, TEXTOID, TEXTOID, TIMESTAMPTZOID, TIMESTAMPTZOID}};
 
 /* $1 resource, $2 fence, $3 now, $4 new deadline */
 static FlStmt history_renew = {
@@ -94,11 +91,13 @@ fl_history_grant(text *resource, text *owner, FlGrant *g)
 	values[0] = PointerGetDatum(resource);
 	values[1] = Int64GetDatum(g->fence);
 	values[2] = TimestampTzGetDatum(g->granted_at);
-	values[3] = CharGetDatum(g->how);
-	if (g->how == 't' || g->how == 'e')
+	/* A grant after an expiry ends the expired grant: taken over, or expired for its owner. */
+	values[3] = CStringGetTextDatum(g->how == FL_GRANTED_TAKEOVER ? "taken over" : "expired");
+	if (g->how == FL_GRANTED_TAKEOVER || g->how == FL_GRANTED_AFTER_EXPIRY)
 		fl_run(&history_close, values, NULL, false);
 
 	values[2] = PointerGetDatum(owner);
+	values[3] = CStringGetTextDatum(fl_granted_how_words(g->how));
 	values[4] = TimestampTzGetDatum(g->granted_at);
 	values[5] = TimestampTzGetDatum(g->expires_at);
 	fl_run(&history_insert, values, NULL, false);
@@ -112,7 +111,7 @@ fl_history_grant(text *resource, text *owner, FlGrant *g)
 }
 
 void
-fl_history_update(text *resource, int64 fence, TimestampTz now, TimestampTz expires, char end_how)
+fl_history_update(text *resource, int64 fence, TimestampTz now, TimestampTz expires, bool released)
 {
 	Datum values[4];
 
@@ -120,7 +119,7 @@ fl_history_update(text *resource, int64 fence, TimestampTz now, TimestampTz expi
 	values[1] = Int64GetDatum(fence);
 	values[2] = TimestampTzGetDatum(now);
 	values[3] = TimestampTzGetDatum(expires);
-	fl_run(end_how == 'r' ? &history_release : &history_renew, values, NULL, false);
+	fl_run(released ? &history_release : &history_renew, values, NULL, false);
 }
 
 /* Before purge deletes lease rows: close their grants, and prune all old history, in batches. */

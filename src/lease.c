@@ -13,11 +13,14 @@
 #include "common/int.h"
 #include "fencelock.h"
 #include "leasebound.h"
+#include "leaserow.h"
 #include "shmem.h"
 #include "miscadmin.h"
 #include "utils/acl.h"
 #include "utils/builtins.h"
 #include "utils/guc.h"
+#include "utils/inval.h"
+#include "utils/syscache.h"
 #include "utils/timestamp.h"
 
 PG_FUNCTION_INFO_V1(fencelock_acquire);
@@ -203,6 +206,7 @@ static FlStmt fence_lock = {
 
 #define PURGE_LIST(cond) "SELECT l.resource FROM fencelock.lease AS l WHERE " cond
 
+/* Indexed by FlApi - 1. */
 static FlStmt purge_all[2] = {{PURGE_ALL(PURGEABLE_V1), 2, {TIMESTAMPTZOID, TIMESTAMPTZOID}},
 							  {PURGE_ALL(PURGEABLE_V2), 2, {TIMESTAMPTZOID, TIMESTAMPTZOID}}};
 static FlStmt purge_one[2] = {
@@ -365,37 +369,155 @@ fl_commit_durably(void)
 }
 
 /*
+ * The name of the calling role, for the holder column and notifications: a syscache lookup that
+ * is made again only when the role or pg_authid changes.
+ */
+static Oid holder_role = InvalidOid;
+static NameData holder_name;
+
+static void
+holder_invalidate(Datum arg, int cacheid, uint32 hashvalue)
+{
+	holder_role = InvalidOid;
+}
+
+static Name
+fl_holder_name(void)
+{
+	static bool registered = false;
+	Oid role = GetUserId();
+
+	if (role != holder_role)
+	{
+		if (!registered)
+		{
+			CacheRegisterSyscacheCallback(AUTHOID, holder_invalidate, (Datum) 0);
+			registered = true;
+		}
+		namestrcpy(&holder_name, GetUserNameFromId(role, false));
+		holder_role = role;
+	}
+	return &holder_name;
+}
+
+const char *
+fl_granted_how_words(char how)
+{
+	switch ((FlGrantedHow) how)
+	{
+		case FL_GRANTED_NEW:
+			return "new";
+		case FL_GRANTED_AFTER_RELEASE:
+			return "after release";
+		case FL_GRANTED_AFTER_EXPIRY:
+			return "after own expiry";
+		case FL_GRANTED_TAKEOVER:
+			return "taken over";
+		case FL_GRANTED_REVOKED:
+			return "revoked";
+	}
+	return "unknown";
+}
+
+/* The statements of a grant, per version of the lease table. */
+static void
+grant_statements(FlApi api, FlStmt **update, FlStmt **insert)
+{
+	if (api == FL_API_0_1)
+	{
+		*update = &acquire_update;
+		*insert = &acquire_insert;
+	}
+	else if (fl_lease_has_sessions())
+	{
+		*update = &acquire_update_v3;
+		*insert = &acquire_insert_v3;
+	}
+	else
+	{
+		*update = &acquire_update_v2;
+		*insert = &acquire_insert_v2;
+	}
+}
+
+/* A grant's result row: RETURNING fence [, granted_how, is_new] */
+static void
+grant_result(FlApi api, FlGrant *g)
+{
+	bool isnull;
+
+	g->fence = fl_get_int64(0, 1, &isnull);
+	g->how = FL_GRANTED_NEW;
+	g->is_new = true;
+	if (api == FL_API_0_1)
+		return;
+	g->how = DatumGetChar(SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 2, &isnull));
+	g->is_new =
+		DatumGetBool(SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 3, &isnull));
+}
+
+/*
  * One attempt at a grant, without waiting.  Fills *g; on a busy resource with want_expiry, also
  * the holder's deadline (0 when unknown).  Counts a busy attempt; the caller counts a grant with
  * fl_count_grant once it is kept.
+ *
+ * The row is changed directly where that is equivalent (leaserow.c); otherwise, and to insert a
+ * resource's first row, by the statements above, as the extension's owner.
  */
 void
-fl_try_acquire(text *resource, text *owner, int64 ttl, int api, bool want_expiry, FlGrant *g)
+fl_try_acquire(text *resource, text *owner, int64 ttl, FlApi api, bool want_expiry, FlGrant *g)
 {
 	int64 base = fl_timeline_base();
 	TimestampTz now = GetCurrentTimestamp();
+	Interval delay = {.time = (int64) fencelock_lock_delay_ms * 1000};
+	FlRowChange c = {.op = FL_ROW_GRANT,
+					 .resource = resource,
+					 .owner = owner,
+					 .now = now,
+					 .expires = now + ttl,
+					 .v2 = api != FL_API_0_1,
+					 .base = base,
+					 .holder = fl_holder_name(),
+					 .lock_delay = &delay,
+					 .session = fl_grant_session};
+	FlRowResult direct = fl_lease_row_change(&c);
 	Datum values[8];
 	char nulls[8] = {' ', ' ', ' ', ' ', ' ', ' ', ' ', ' '};
-	FlStmt *update = &acquire_update;
-	FlStmt *insert = &acquire_insert;
+	FlStmt *update;
+	FlStmt *insert;
 	FlSession session;
 	bool isnull;
 	bool inserted = false;
-	Interval delay;
 
 	memset(g, 0, sizeof(*g));
+	g->granted_at = now;
+	g->expires_at = now + ttl;
+	if (direct == FL_ROW_CHANGED || direct == FL_ROW_REFUSED)
+	{
+		g->granted = direct == FL_ROW_CHANGED;
+		g->fence = c.fence;
+		g->how = c.how;
+		g->is_new = c.is_new;
+		g->holder_expires = want_expiry ? c.holder_expires : 0;
+		if (g->granted && g->is_new && api != FL_API_0_1 && fencelock_history)
+		{
+			fl_begin(&session);
+			fl_history_grant(resource, owner, g);
+			fl_end(&session);
+		}
+		goto done;
+	}
+
 	values[0] = PointerGetDatum(resource);
 	values[1] = PointerGetDatum(owner);
 	values[2] = TimestampTzGetDatum(now);
 	values[3] = TimestampTzGetDatum(now + ttl);
 	values[4] = Int64GetDatum(base);
-	values[5] = DirectFunctionCall1(namein, CStringGetDatum(GetUserNameFromId(GetUserId(), false)));
-	delay.time = (int64) fencelock_lock_delay_ms * 1000;
-	delay.day = 0;
-	delay.month = 0;
+	values[5] = NameGetDatum(c.holder);
 	values[6] = IntervalPGetDatum(&delay);
 	values[7] = Int64GetDatum(fl_grant_session);
 	nulls[7] = fl_grant_session != 0 ? ' ' : 'n';
+	grant_statements(api, &update, &insert);
 
 	/*
 	 * The updates run through fl_run_or_undo: one that loses a race to a concurrent grant must not
@@ -403,17 +525,7 @@ fl_try_acquire(text *resource, text *owner, int64 ttl, int api, bool want_expiry
 	 * changes nothing and writes nothing; the insert takes no row lock when it meets a row.
 	 */
 	fl_begin(&session);
-	if (api >= 2 && fl_lease_has_sessions())
-	{
-		update = &acquire_update_v3;
-		insert = &acquire_insert_v3;
-	}
-	else if (api >= 2)
-	{
-		update = &acquire_update_v2;
-		insert = &acquire_insert_v2;
-	}
-	if (fl_run_or_undo(update, values, nulls))
+	if (direct != FL_ROW_MISSING && fl_run_or_undo(update, values, nulls))
 		g->granted = true;
 	else
 	{
@@ -436,18 +548,10 @@ fl_try_acquire(text *resource, text *owner, int64 ttl, int api, bool want_expiry
 	}
 	if (g->granted)
 	{
-		g->fence = fl_get_int64(0, 1, &isnull);
-		g->how = api >= 2 ? DatumGetChar(SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc,
-													   2, &isnull))
-						  : 'n';
-		g->is_new = api >= 2 ? DatumGetBool(SPI_getbinval(SPI_tuptable->vals[0],
-														  SPI_tuptable->tupdesc, 3, &isnull))
-							 : true;
-		g->granted_at = now;
-		g->expires_at = now + ttl;
+		grant_result(api, g);
 		if (inserted)
 			g->fence = fl_above_floor(values[0], g->fence);
-		if (api >= 2 && g->is_new && fencelock_history)
+		if (api != FL_API_0_1 && g->is_new && fencelock_history)
 			fl_history_grant(resource, owner, g);
 	}
 	else if (want_expiry && fl_run(&holder_expiry, values, NULL, false) == 1)
@@ -455,6 +559,7 @@ fl_try_acquire(text *resource, text *owner, int64 ttl, int api, bool want_expiry
 			SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1, &isnull));
 	fl_end(&session);
 
+done:
 	if (!g->granted)
 	{
 		fl_count(FL_BUSY, 1);
@@ -462,9 +567,9 @@ fl_try_acquire(text *resource, text *owner, int64 ttl, int api, bool want_expiry
 	}
 	if (fl_grant_session != 0)
 		fl_session_bound(resource);
-	if (g->is_new)
-		fl_notify(g->how == 't' ? "taken_over" : "granted", resource, g->fence,
-				  GetUserNameFromId(GetUserId(), false));
+	if (g->is_new && fencelock_notify)
+		fl_notify(g->how == FL_GRANTED_TAKEOVER ? "taken_over" : "granted", resource, g->fence,
+				  NameStr(*c.holder));
 	fl_commit_durably();
 }
 
@@ -477,7 +582,7 @@ void
 fl_count_grant(text *resource, const FlGrant *g)
 {
 	fl_count_at_commit(g->is_new ? FL_GRANTS : FL_REACQUIRES, 1);
-	if (g->is_new && g->how == 't')
+	if (g->is_new && g->how == FL_GRANTED_TAKEOVER)
 	{
 		fl_count_at_commit(FL_TAKEOVERS, 1);
 		if (fencelock_log_level >= 0)
@@ -489,7 +594,7 @@ fl_count_grant(text *resource, const FlGrant *g)
 }
 
 static Datum
-fl_acquire_sql(FunctionCallInfo fcinfo, int api)
+fl_acquire_sql(FunctionCallInfo fcinfo, FlApi api)
 {
 	text *resource = fl_arg_resource(fcinfo, 0);
 	text *owner = fl_arg_owner(fcinfo, 1);
@@ -507,27 +612,36 @@ fl_acquire_sql(FunctionCallInfo fcinfo, int api)
 Datum
 fencelock_acquire(PG_FUNCTION_ARGS)
 {
-	return fl_acquire_sql(fcinfo, 1);
+	return fl_acquire_sql(fcinfo, FL_API_0_1);
 }
 
 Datum
 fencelock_acquire_0_2(PG_FUNCTION_ARGS)
 {
-	return fl_acquire_sql(fcinfo, 2);
+	return fl_acquire_sql(fcinfo, FL_API_0_2);
 }
 
 /*
  * renew and release: the same owner-and-live check, a different change.  Returns the lease's
- * fence, or -1 when the caller did not hold a live lease.
+ * fence, or -1 when the caller did not hold a live lease.  Directly where that is equivalent
+ * (leaserow.c), else by the statement.
  */
 static int64
-fl_owner_update(text *resource, text *owner, int64 ttl, FlStmt *stmt, int api, char end_how)
+fl_owner_update(text *resource, text *owner, int64 ttl, FlRowOp op, FlApi api)
 {
 	TimestampTz now = GetCurrentTimestamp();
+	FlRowChange c = {
+		.op = op, .resource = resource, .owner = owner, .now = now, .expires = now + ttl};
+	FlRowResult direct = fl_lease_row_change(&c);
 	Datum values[4];
 	FlSession session;
 	int64 fence = -1;
 	bool isnull;
+
+	if (direct == FL_ROW_CHANGED)
+		fence = c.fence;
+	if (direct != FL_ROW_USE_SQL && (fence < 0 || api == FL_API_0_1 || !fencelock_history))
+		return fence;
 
 	values[0] = PointerGetDatum(resource);
 	values[1] = PointerGetDatum(owner);
@@ -536,23 +650,22 @@ fl_owner_update(text *resource, text *owner, int64 ttl, FlStmt *stmt, int api, c
 
 	/* A renew or release that loses a race to a takeover must not keep the row locked. */
 	fl_begin(&session);
-	if (fl_run_or_undo(stmt, values, NULL))
-	{
+	if (direct == FL_ROW_USE_SQL &&
+		fl_run_or_undo(op == FL_ROW_RENEW ? &renew_update : &release_update, values, NULL))
 		fence = fl_get_int64(0, 1, &isnull);
-		if (api >= 2 && fencelock_history)
-			fl_history_update(resource, fence, now, now + ttl, end_how);
-	}
+	if (fence >= 0 && api != FL_API_0_1 && fencelock_history)
+		fl_history_update(resource, fence, now, now + ttl, op == FL_ROW_RELEASE);
 	fl_end(&session);
 	return fence;
 }
 
 static Datum
-fl_renew_sql(FunctionCallInfo fcinfo, int api)
+fl_renew_sql(FunctionCallInfo fcinfo, FlApi api)
 {
 	text *resource = fl_arg_resource(fcinfo, 0);
 	text *owner = fl_arg_owner(fcinfo, 1);
 	int64 ttl = fl_arg_ttl(fcinfo, 2);
-	bool done = fl_owner_update(resource, owner, ttl, &renew_update, api, 0) >= 0;
+	bool done = fl_owner_update(resource, owner, ttl, FL_ROW_RENEW, api) >= 0;
 
 	if (done)
 		fl_count_at_commit(FL_RENEWALS, 1);
@@ -562,26 +675,26 @@ fl_renew_sql(FunctionCallInfo fcinfo, int api)
 }
 
 bool
-fl_release(text *resource, text *owner, int api)
+fl_release(text *resource, text *owner, FlApi api)
 {
-	int64 fence = fl_owner_update(resource, owner, 0, &release_update, api, 'r');
+	int64 fence = fl_owner_update(resource, owner, 0, FL_ROW_RELEASE, api);
 	bool done = fence >= 0;
 
-	if (done)
-		fl_count_at_commit(FL_RELEASES, 1);
-	else
-		fl_count(FL_RELEASES_REFUSED, 1);
-	/* The next waiter may try now; its grant waits for this transaction's row lock. */
-	if (done)
+	if (!done)
 	{
-		fl_notify("released", resource, fence, GetUserNameFromId(GetUserId(), false));
-		fl_queue_wake(fl_resource_key(resource));
+		fl_count(FL_RELEASES_REFUSED, 1);
+		return false;
 	}
-	return done;
+	fl_count_at_commit(FL_RELEASES, 1);
+	if (fencelock_notify)
+		fl_notify("released", resource, fence, NameStr(*fl_holder_name()));
+	/* The next waiter may try now; its grant waits for this transaction's row lock. */
+	fl_queue_wake(fl_resource_key(resource));
+	return true;
 }
 
 static Datum
-fl_release_sql(FunctionCallInfo fcinfo, int api)
+fl_release_sql(FunctionCallInfo fcinfo, FlApi api)
 {
 	text *resource = fl_arg_resource(fcinfo, 0);
 	text *owner = fl_arg_owner(fcinfo, 1);
@@ -592,25 +705,25 @@ fl_release_sql(FunctionCallInfo fcinfo, int api)
 Datum
 fencelock_renew(PG_FUNCTION_ARGS)
 {
-	return fl_renew_sql(fcinfo, 1);
+	return fl_renew_sql(fcinfo, FL_API_0_1);
 }
 
 Datum
 fencelock_renew_0_2(PG_FUNCTION_ARGS)
 {
-	return fl_renew_sql(fcinfo, 2);
+	return fl_renew_sql(fcinfo, FL_API_0_2);
 }
 
 Datum
 fencelock_release(PG_FUNCTION_ARGS)
 {
-	return fl_release_sql(fcinfo, 1);
+	return fl_release_sql(fcinfo, FL_API_0_1);
 }
 
 Datum
 fencelock_release_0_2(PG_FUNCTION_ARGS)
 {
-	return fl_release_sql(fcinfo, 2);
+	return fl_release_sql(fcinfo, FL_API_0_2);
 }
 
 /*
@@ -721,8 +834,9 @@ fencelock_assert_fence(PG_FUNCTION_ARGS)
  * subtransaction, kept when every candidate went; otherwise row by row, each in its own.
  */
 static int64
-fl_purge_rows(int v, Datum *values)
+fl_purge_rows(FlApi api, Datum *values)
 {
+	int v = api - FL_API_0_1;
 	FlSubxact x;
 	int64 deleted = 0;
 	int64 candidates = 0;
@@ -760,7 +874,7 @@ fl_purge_rows(int v, Datum *values)
 }
 
 static Datum
-fl_purge_sql(FunctionCallInfo fcinfo, int api)
+fl_purge_sql(FunctionCallInfo fcinfo, FlApi api)
 {
 	Interval *idle;
 	TimestampTz now = GetCurrentTimestamp();
@@ -783,9 +897,9 @@ fl_purge_sql(FunctionCallInfo fcinfo, int api)
 	values[1] = TimestampTzGetDatum(now);
 
 	fl_begin(&session);
-	if (api >= 2)
+	if (api != FL_API_0_1)
 		fl_history_purge(cutoff, now);
-	purged = fl_purge_rows(api >= 2 ? 1 : 0, values);
+	purged = fl_purge_rows(api, values);
 	fl_end(&session);
 	PG_RETURN_INT64(purged);
 }
@@ -793,11 +907,11 @@ fl_purge_sql(FunctionCallInfo fcinfo, int api)
 Datum
 fencelock_purge(PG_FUNCTION_ARGS)
 {
-	return fl_purge_sql(fcinfo, 1);
+	return fl_purge_sql(fcinfo, FL_API_0_1);
 }
 
 Datum
 fencelock_purge_0_2(PG_FUNCTION_ARGS)
 {
-	return fl_purge_sql(fcinfo, 2);
+	return fl_purge_sql(fcinfo, FL_API_0_2);
 }

@@ -17,14 +17,13 @@
 
 #include "access/genam.h"
 #include "access/heapam.h"
-#include "access/relscan.h"
 #include "access/table.h"
 #include "access/tableam.h"
 #include "access/xact.h"
-#include "catalog/pg_collation.h"
 #include "catalog/pg_type.h"
 #include "fencelock.h"
 #include "leasebound.h"
+#include "leaserow.h"
 #include "miscadmin.h"
 #include "shmem.h"
 #include "utils/acl.h"
@@ -32,7 +31,6 @@
 #include "utils/hsearch.h"
 #include "utils/lsyscache.h"
 #include "executor/tuptable.h"
-#include "utils/fmgroids.h"
 #include "utils/memutils.h"
 #include "utils/rel.h"
 #include "utils/snapmgr.h"
@@ -225,8 +223,6 @@ lock_lease_row(const char *lease, bool *found, int64 *latest, NameData *holder, 
 	Snapshot snapshot =
 		RegisterSnapshot(ActiveSnapshotSet() ? GetActiveSnapshot() : GetLatestSnapshot());
 	TupleTableSlot *slot = table_slot_create(rel, NULL);
-	IndexScanDesc scan;
-	ScanKeyData key;
 	ItemPointerData tid;
 	bool done = true;
 
@@ -236,11 +232,7 @@ lock_lease_row(const char *lease, bool *found, int64 *latest, NameData *holder, 
 		strcmp(NameStr(TupleDescAttr(RelationGetDescr(rel), Anum_lease_holder - 1)->attname),
 			   "holder") != 0)
 		elog(ERROR, "fencelock.lease does not have the columns of its install script");
-	ScanKeyInit(&key, 1, BTEqualStrategyNumber, F_TEXTEQ, PointerGetDatum(cstring_to_text(lease)));
-	key.sk_collation = C_COLLATION_OID;
-	scan = FL_INDEX_BEGINSCAN(rel, idx, snapshot, 1, 0);
-	index_rescan(scan, &key, 1, NULL, 0);
-	if (index_getnext_slot(scan, ForwardScanDirection, slot))
+	if (fl_lease_row_fetch(rel, idx, snapshot, cstring_to_text(lease), slot))
 	{
 		TM_FailureData tmfd;
 		TM_Result result;
@@ -274,7 +266,6 @@ lock_lease_row(const char *lease, bool *found, int64 *latest, NameData *holder, 
 					 lease);
 		}
 	}
-	index_endscan(scan);
 	ExecDropSingleTupleTableSlot(slot);
 	UnregisterSnapshot(snapshot);
 	index_close(idx, AccessShareLock);

@@ -124,8 +124,9 @@ fl_session_shmem_init(void)
 	shmem_startup_hook = fl_session_shmem_startup;
 }
 
-static bool
-fl_session_is_alive(int64 id)
+/* Whether the session with this id is still connected (false without preload). */
+bool
+fl_session_alive(int64 id)
 {
 	uint64 slot = (uint64) id & FL_SESSION_SLOT_MASK;
 
@@ -180,7 +181,7 @@ fl_session_exit(int code, Datum arg)
 				Datum holder = SPI_getbinval(tuple, desc, 3, &isnull);
 
 				if (fencelock_history)
-					fl_history_update(resource, fence, now, now, 'r');
+					fl_history_update(resource, fence, now, now, true);
 				fl_notify("session_ended", resource, fence,
 						  isnull ? NULL : NameStr(*DatumGetName(holder)));
 				fl_count_at_commit(FL_RELEASES, 1);
@@ -296,5 +297,5 @@ fl_lease_has_sessions(void)
 Datum
 fencelock_session_alive(PG_FUNCTION_ARGS)
 {
-	PG_RETURN_BOOL(!PG_ARGISNULL(0) && fl_session_is_alive(PG_GETARG_INT64(0)));
+	PG_RETURN_BOOL(!PG_ARGISNULL(0) && fl_session_alive(PG_GETARG_INT64(0)));
 }

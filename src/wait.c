@@ -189,7 +189,7 @@ fl_round(text **res, int n, text *owner, int64 ttl, bool fair, FlGrant *grants,
 				busy = i;
 			else
 			{
-				fl_try_acquire(res[i], owner, ttl, 2, true, &grants[i]);
+				fl_try_acquire(res[i], owner, ttl, FL_API_0_2, true, &grants[i]);
 				if (!grants[i].granted)
 				{
 					busy = i;
@@ -469,7 +469,7 @@ fencelock_release_all(PG_FUNCTION_ARGS)
 	int released = 0;
 
 	for (int i = 0; i < n; i++)
-		if (fl_release(resources[i], owner, 2))
+		if (fl_release(resources[i], owner, FL_API_0_2))
 			released++;
 	PG_RETURN_INT32(released);
 }
