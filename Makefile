@@ -10,6 +10,8 @@ OBJS = \
 	src/key.o \
 	src/trigger.o \
 	src/shmem.o \
+	src/stats.o \
+	src/waitqueue.o \
 	src/wait.o \
 	src/history.o \
 	src/count.o \

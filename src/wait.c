@@ -7,7 +7,7 @@
  *
  * Every call works in rounds: one attempt at each resource in canonical order, inside a
  * subtransaction that is rolled back unless every resource was granted, so a waiter sleeps
- * holding no grant and no row lock of its own.  With shared memory (shmem.c), waiters queue per
+ * holding no grant and no row lock of its own.  With shared memory (waitqueue.c), waiters queue per
  * resource and only the oldest one tries, woken by a release or by its own timer at the holder's
  * deadline; without it, each waiter polls with a jittered backoff capped by the holder's
  * remaining lease.  A sleeping waiter checks that its client is still connected.
