@@ -6,6 +6,7 @@ MODULE_big = fencelock
 OBJS = \
 	src/fencelock.o \
 	src/asowner.o \
+	src/args.o \
 	src/lease.o \
 	src/key.o \
 	src/trigger.o \

@@ -1505,32 +1505,11 @@ check_result_column(TaskTable *tt, TupleDesc desc, int col, Oid typid, int32 typ
  * ---------------------------------------------------------------------------------------------
  */
 
-static void
-require_arg(FunctionCallInfo fcinfo, int argno, const char *what, const char *hint)
-{
-	if (PG_ARGISNULL(argno))
-		ereport(ERROR, (errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
-						errmsg("%s must not be null", what), errhint("%s", hint)));
-}
+#define CLAIM_FENCE_HINT "Pass the fence of the row that claim returned."
 
-static text *
-arg_worker(FunctionCallInfo fcinfo, int argno)
-{
-	text *t;
-
-	require_arg(fcinfo, argno, "worker", "Pass a non-empty text value that names the worker.");
-	t = PG_GETARG_TEXT_PP(argno);
-	if (VARSIZE_ANY_EXHDR(t) == 0)
-		ereport(ERROR,
-				(errcode(ERRCODE_INVALID_PARAMETER_VALUE), errmsg("worker must not be empty"),
-				 errhint("Pass a non-empty text value that names the worker.")));
-	if (VARSIZE_ANY_EXHDR(t) > FENCELOCK_MAX_OWNER_LEN)
-		ereport(ERROR, (errcode(ERRCODE_PROGRAM_LIMIT_EXCEEDED),
-						errmsg("worker is %d bytes long, longer than the limit of %d bytes",
-							   (int) VARSIZE_ANY_EXHDR(t), FENCELOCK_MAX_OWNER_LEN),
-						errhint("Use a shorter worker name.")));
-	return t;
-}
+static const FlTextArg worker_arg = {"worker", FENCELOCK_MAX_OWNER_LEN,
+									 "Pass a non-empty text value that names the worker.",
+									 "Use a shorter worker name."};
 
 /* The task table named by a regclass argument. */
 static TaskTable *
@@ -1538,7 +1517,7 @@ arg_table(FunctionCallInfo fcinfo, int argno)
 {
 	Oid relid;
 
-	require_arg(fcinfo, argno, "tbl", "Pass the task table, e.g. 'jobs'.");
+	fl_arg_not_null(fcinfo, argno, "tbl", "Pass the task table, e.g. 'jobs'.");
 	relid = PG_GETARG_OID(argno);
 	check_relation(relid);
 	return task_table(relid);
@@ -1556,7 +1535,7 @@ arg_id(FunctionCallInfo fcinfo, int argno, TaskTable *tt)
 	bool typbyval;
 	Node *expr;
 
-	require_arg(fcinfo, argno, "id", "Pass the primary key of the task's row.");
+	fl_arg_not_null(fcinfo, argno, "id", "Pass the primary key of the task's row.");
 	if (tt->npk != 1)
 		ereport(ERROR,
 				(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
@@ -1582,30 +1561,6 @@ arg_id(FunctionCallInfo fcinfo, int argno, TaskTable *tt)
 	return ((Const *) expr)->constvalue;
 }
 
-/* A claim's wait: a non-negative interval (capped at a century). */
-static int64
-fl_arg_claim_wait(FunctionCallInfo fcinfo, int argno)
-{
-	int64 us;
-
-	if (!fl_interval_us(PG_GETARG_INTERVAL_P(argno), &us))
-		ereport(ERROR, (errcode(ERRCODE_INVALID_PARAMETER_VALUE), errmsg("wait is out of range"),
-						errhint("Wait at most a few hours; statement_timeout also ends a wait.")));
-	if (us < 0)
-		ereport(ERROR,
-				(errcode(ERRCODE_INVALID_PARAMETER_VALUE), errmsg("wait must not be negative"),
-				 errhint("Pass an interval such as '30 seconds', or leave wait out not to "
-						 "wait.")));
-	return Min(us, (int64) 100 * 365 * USECS_PER_DAY);
-}
-
-static int64
-arg_fence(FunctionCallInfo fcinfo, int argno)
-{
-	require_arg(fcinfo, argno, "fence", "Pass the fence of the row that claim returned.");
-	return PG_GETARG_INT64(argno);
-}
-
 /* ---------------------------------------------------------------------------------------------
  * enable_tasks
  * ---------------------------------------------------------------------------------------------
@@ -1626,6 +1581,7 @@ arg_backoff_policy(FunctionCallInfo fcinfo, int argno, Datum *values)
 
 	if (PG_NARGS() < argno + 3)
 	{
+		/* The 0.2.0 signature: the defaults of 0.3.0's. */
 		base = palloc0(sizeof(Interval));
 		base->time = 10 * USECS_PER_SEC;
 		max = palloc0(sizeof(Interval));
@@ -1633,22 +1589,20 @@ arg_backoff_policy(FunctionCallInfo fcinfo, int argno, Datum *values)
 	}
 	else
 	{
-		require_arg(fcinfo, argno, "backoff_base", "Pass an interval such as '10 seconds'.");
-		require_arg(fcinfo, argno + 1, "backoff_max", "Pass an interval such as '1 hour'.");
-		require_arg(fcinfo, argno + 2, "backoff_jitter", "Pass 'full', 'equal' or 'none'.");
+		base_us = fl_arg_interval(fcinfo, argno, "backoff_base",
+								  "Pass an interval such as '10 seconds', or '0' for no delay.");
+		max_us =
+			fl_arg_interval(fcinfo, argno + 1, "backoff_max", "Pass an interval such as '1 hour'.");
+		fl_arg_not_null(fcinfo, argno + 2, "backoff_jitter", "Pass 'full', 'equal' or 'none'.");
+		if (max_us < base_us || max_us > FL_MAX_WAIT_US)
+			ereport(ERROR,
+					(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+					 errmsg("backoff_max must be an interval from backoff_base up to 100 years"),
+					 errhint("Pass an interval such as '1 hour'.")));
 		base = PG_GETARG_INTERVAL_P(argno);
 		max = PG_GETARG_INTERVAL_P(argno + 1);
 		jitter = text_to_cstring(PG_GETARG_TEXT_PP(argno + 2));
 	}
-	if (!fl_interval_us(base, &base_us) || base_us < 0)
-		ereport(ERROR, (errcode(ERRCODE_INVALID_PARAMETER_VALUE),
-						errmsg("backoff_base must be a non-negative interval"),
-						errhint("Pass an interval such as '10 seconds', or '0' for no delay.")));
-	if (!fl_interval_us(max, &max_us) || max_us < base_us ||
-		max_us > (int64) 100 * 365 * USECS_PER_DAY)
-		ereport(ERROR, (errcode(ERRCODE_INVALID_PARAMETER_VALUE),
-						errmsg("backoff_max must be an interval from backoff_base up to 100 years"),
-						errhint("Pass an interval such as '1 hour'.")));
 	if (strcmp(jitter, "full") != 0 && strcmp(jitter, "equal") != 0 && strcmp(jitter, "none") != 0)
 		ereport(ERROR,
 				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
@@ -1769,7 +1723,7 @@ fencelock_enable_tasks(PG_FUNCTION_ARGS)
 	FlSession session;
 	const char *trigger_fn;
 
-	require_arg(fcinfo, 0, "tbl", "Pass the task table, e.g. 'jobs'.");
+	fl_arg_not_null(fcinfo, 0, "tbl", "Pass the task table, e.g. 'jobs'.");
 	relid = PG_GETARG_OID(0);
 	arg_backoff_policy(fcinfo, NUM_TASK_COLS + 1, &values[3]);
 	for (int i = 0; i < NUM_TASK_COLS; i++)
@@ -2219,19 +2173,15 @@ fencelock_claim(PG_FUNCTION_ARGS)
 						errhint("Pass NULL cast to the task table's type, e.g. "
 								"fencelock.claim(NULL::jobs, worker => 'w-1').")));
 	check_relation(relid);
-	worker = arg_worker(fcinfo, 1);
+	worker = fl_arg_text(fcinfo, 1, &worker_arg);
 	ttl = fl_arg_ttl(fcinfo, 2);
-	require_arg(fcinfo, 3, "max_rows", "Pass a positive number of rows.");
-	max_rows = PG_GETARG_INT32(3);
-	if (max_rows < 1)
-		ereport(ERROR, (errcode(ERRCODE_INVALID_PARAMETER_VALUE),
-						errmsg("max_rows must be positive, not %d", max_rows),
-						errhint("Pass a positive number of rows.")));
+	max_rows = fl_arg_count(fcinfo, 3, "max_rows", "Pass a positive number of rows.");
 
 	/* wait: NULL (or the 0.2.0 signature without it) does not wait. */
 	if (PG_NARGS() > 4 && !PG_ARGISNULL(4))
 	{
-		wait_us = fl_arg_claim_wait(fcinfo, 4);
+		wait_us = fl_arg_wait(
+			fcinfo, 4, "Pass an interval such as '30 seconds', or leave wait out not to wait.");
 		waiting = wait_us > 0;
 	}
 
@@ -2368,7 +2318,7 @@ fencelock_heartbeat(PG_FUNCTION_ARGS)
 {
 	TaskTable *tt = arg_table(fcinfo, 0);
 	Datum id = arg_id(fcinfo, 1, tt);
-	int64 fence = arg_fence(fcinfo, 2);
+	int64 fence = fl_arg_fence(fcinfo, 2, CLAIM_FENCE_HINT);
 	int64 ttl = fl_arg_ttl(fcinfo, 3);
 	Datum extra[1];
 	char *state;
@@ -2388,7 +2338,7 @@ fencelock_complete(PG_FUNCTION_ARGS)
 {
 	TaskTable *tt = arg_table(fcinfo, 0);
 	Datum id = arg_id(fcinfo, 1, tt);
-	int64 fence = arg_fence(fcinfo, 2);
+	int64 fence = fl_arg_fence(fcinfo, 2, CLAIM_FENCE_HINT);
 	char *state;
 	bool updated;
 
@@ -2406,7 +2356,7 @@ fencelock_fail(PG_FUNCTION_ARGS)
 {
 	TaskTable *tt = arg_table(fcinfo, 0);
 	Datum id = arg_id(fcinfo, 1, tt);
-	int64 fence = arg_fence(fcinfo, 2);
+	int64 fence = fl_arg_fence(fcinfo, 2, CLAIM_FENCE_HINT);
 	Datum extra[6] = {0};
 	char extra_nulls[6] = {'n', 'n', 'n', 'n', 'n', 'n'};
 	Datum state = (Datum) 0;
@@ -2427,6 +2377,7 @@ fencelock_fail(PG_FUNCTION_ARGS)
 	if (!PG_ARGISNULL(4))
 	{
 		Interval *backoff = PG_GETARG_INTERVAL_P(4);
+		int64 backoff_us;
 
 		if (!tt->has[COL_RUN_AFTER])
 			ereport(ERROR,
@@ -2434,15 +2385,12 @@ fencelock_fail(PG_FUNCTION_ARGS)
 					 errmsg("table \"%s\" has no run_after column for the backoff", tt->relname),
 					 errhint("Add a run_after timestamptz column and run "
 							 "fencelock.enable_tasks again, or pass backoff => NULL.")));
-		if (backoff->time < 0 || backoff->day < 0 || backoff->month < 0)
-			ereport(ERROR, (errcode(ERRCODE_INVALID_PARAMETER_VALUE),
-							errmsg("backoff must not be negative"),
-							errhint("Pass an interval such as '1 minute'.")));
+		backoff_us = fl_arg_interval(fcinfo, 4, "backoff", "Pass an interval such as '1 minute'.");
 		extra[0] =
 			DirectFunctionCall2(timestamptz_pl_interval, TimestampTzGetDatum(GetCurrentTimestamp()),
 								IntervalPGetDatum(backoff));
 		extra_nulls[0] = ' ';
-		ready_later = backoff->time > 0 || backoff->day > 0 || backoff->month > 0;
+		ready_later = backoff_us > 0;
 	}
 	else if (tt->map.backoff_max_s < 0)
 		ready_later = false; /* no policy (0.2.0 objects): run_after stays */
@@ -2502,18 +2450,9 @@ fencelock_purge_tasks(PG_FUNCTION_ARGS)
 	int64 total = 0;
 	uint64 n;
 
-	require_arg(fcinfo, 1, "older_than", "Pass an interval such as '7 days'.");
-	if (!fl_interval_us(PG_GETARG_INTERVAL_P(1), &older_us) || older_us < 0)
-		ereport(ERROR, (errcode(ERRCODE_INVALID_PARAMETER_VALUE),
-						errmsg("older_than must be a non-negative interval"),
-						errhint("Pass an interval such as '7 days'.")));
-	require_arg(fcinfo, 2, "include_dead", "Pass true to delete dead rows too, false not to.");
-	require_arg(fcinfo, 3, "batch_size", "Pass a positive number of rows.");
-	batch = PG_GETARG_INT32(3);
-	if (batch < 1)
-		ereport(ERROR, (errcode(ERRCODE_INVALID_PARAMETER_VALUE),
-						errmsg("batch_size must be positive, not %d", batch),
-						errhint("Pass a positive number of rows, such as 1000.")));
+	older_us = fl_arg_interval(fcinfo, 1, "older_than", "Pass an interval such as '7 days'.");
+	fl_arg_not_null(fcinfo, 2, "include_dead", "Pass true to delete dead rows too, false not to.");
+	batch = fl_arg_count(fcinfo, 3, "batch_size", "Pass a positive number of rows, such as 1000.");
 	if (!tt->has[COL_FINISHED_AT])
 		ereport(ERROR,
 				(errcode(ERRCODE_UNDEFINED_COLUMN),
@@ -2565,7 +2504,7 @@ arg_array(FunctionCallInfo fcinfo, int argno, const char *what, Oid elemtype)
 	Datum d;
 	ArrayType *a;
 
-	require_arg(fcinfo, argno, what, "Pass an array with one element per task.");
+	fl_arg_not_null(fcinfo, argno, what, "Pass an array with one element per task.");
 	d = PG_GETARG_DATUM(argno);
 	if (argtype != target)
 	{

@@ -6,6 +6,7 @@
 
 #include "postgres.h"
 
+#include "args.h"
 #include "compat.h"
 #include "shmem.h"
 #include "executor/spi.h"
@@ -74,12 +75,6 @@ typedef struct FlSubxact
 
 extern void fl_subxact_begin(FlSubxact *x);
 extern void fl_subxact_end(FlSubxact *x, bool commit);
-
-/* lease.c: argument checks shared by the lease functions */
-extern text *fl_arg_resource(FunctionCallInfo fcinfo, int argno);
-extern text *fl_arg_owner(FunctionCallInfo fcinfo, int argno);
-extern int64 fl_arg_ttl(FunctionCallInfo fcinfo, int argno);
-extern bool fl_interval_us(const Interval *iv, int64 *us);
 
 /* lease.c: one grant attempt, shared by acquire, waiting acquire and acquire_all */
 typedef struct FlGrant

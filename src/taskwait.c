@@ -509,9 +509,7 @@ fencelock_task_waiters(PG_FUNCTION_ARGS)
 	int32 waiting = 0;
 	uint64 wakeups;
 
-	if (PG_ARGISNULL(0))
-		ereport(ERROR, (errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED), errmsg("tbl must not be null"),
-						errhint("Pass the task table, e.g. 'jobs'.")));
+	fl_arg_not_null(fcinfo, 0, "tbl", "Pass the task table, e.g. 'jobs'.");
 	if (task_waiters == NULL)
 		ereport(ERROR,
 				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
