@@ -459,43 +459,6 @@ check_columns(Relation rel, const char *const names[NUM_TASK_COLS], bool find_op
 }
 
 /*
- * The schema of the fencelock extension, found by the extension's OID.  The statements on
- * fencelock.task_tables name it "fencelock" and run as the extension's owner: refuse to run them
- * when that name no longer leads to the extension's own schema (renamed, and another planted).
- */
-static Oid
-extension_schema(void)
-{
-	Oid ext = get_extension_oid("fencelock", false);
-	Oid nsp = InvalidOid;
-	Relation rel;
-	ScanKeyData key;
-	SysScanDesc scan;
-	HeapTuple tuple;
-
-	/* get_extension_schema() is not exported before PostgreSQL 16: read pg_extension. */
-	rel = table_open(ExtensionRelationId, AccessShareLock);
-	ScanKeyInit(&key, Anum_pg_extension_oid, BTEqualStrategyNumber, F_OIDEQ, ObjectIdGetDatum(ext));
-	scan = systable_beginscan(rel, ExtensionOidIndexId, true, NULL, 1, &key);
-	tuple = systable_getnext(scan);
-	if (HeapTupleIsValid(tuple))
-		nsp = ((Form_pg_extension) GETSTRUCT(tuple))->extnamespace;
-	systable_endscan(scan);
-	table_close(rel, AccessShareLock);
-
-	if (!OidIsValid(nsp))
-		elog(ERROR, "cache lookup failed for the schema of extension fencelock");
-	if (get_namespace_oid("fencelock", true) != nsp)
-		ereport(
-			ERROR,
-			(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
-			 errmsg("schema \"fencelock\" is not the schema of extension fencelock"),
-			 errdetail("The extension's objects are in schema \"%s\".", get_namespace_name(nsp)),
-			 errhint("Rename schema \"%s\" back to \"fencelock\".", get_namespace_name(nsp))));
-	return nsp;
-}
-
-/*
  * Whether fencelock.task_tables has the columns of 0.3.0 (finished_at_col, the backoff policy):
  * between installing this library and ALTER EXTENSION fencelock UPDATE it has those of 0.2.0, and
  * task tables keep working as they did then.
@@ -510,9 +473,10 @@ task_tables_v030(Oid nsp)
 }
 
 /*
- * Read the table's row of fencelock.task_tables; false when it has none.  *claim_index is the
- * index of the recorded name in the table's schema, if there is one (a name, not a regclass:
- * pg_dump restores the row before it builds the index).
+ * Read the table's row of fencelock.task_tables; false when it has none.  *claim_index (unless
+ * claim_index is NULL) is the index of the recorded name in the table's schema, if there is one (a
+ * name, not a regclass: pg_dump restores the row before it builds the index); only enable_tasks
+ * needs it, to keep or replace the index.
  */
 static bool
 read_map(Oid relid, TaskMap *map, Oid *claim_index)
@@ -523,9 +487,10 @@ read_map(Oid relid, TaskMap *map, Oid *claim_index)
 	bool v030;
 
 	memset(map, 0, sizeof(*map));
-	*claim_index = InvalidOid;
+	if (claim_index != NULL)
+		*claim_index = InvalidOid;
 	values[0] = ObjectIdGetDatum(relid);
-	v030 = task_tables_v030(extension_schema());
+	v030 = task_tables_v030(fl_extension_schema());
 	fl_begin(&session);
 	found = fl_run(v030 ? &map_select : &map_select_020, values, NULL, true) == 1;
 	if (found)
@@ -546,7 +511,7 @@ read_map(Oid relid, TaskMap *map, Oid *claim_index)
 				namestrcpy(&map->cols[i], name);
 		}
 		index = SPI_getvalue(tuple, desc, NUM_TASK_COLS + 1);
-		if (index != NULL)
+		if (index != NULL && claim_index != NULL)
 			*claim_index = get_relname_relid(index, get_rel_namespace(relid));
 		map->backoff_base_s =
 			DatumGetFloat8(SPI_getbinval(tuple, desc, NUM_TASK_COLS + 2, &isnull));
@@ -1241,7 +1206,6 @@ task_table_build(TaskTable *tt)
 {
 	Relation rel;
 	TaskMap map;
-	Oid claim_index;
 	const char *names[NUM_TASK_COLS];
 	SqlParts p;
 	Relation idx;
@@ -1254,7 +1218,7 @@ task_table_build(TaskTable *tt)
 						errmsg("permission denied for table %s", get_rel_name(tt->relid)),
 						errhint("Workers need SELECT and UPDATE on the task table.")));
 	rel = table_open(tt->relid, AccessShareLock);
-	if (!read_map(tt->relid, &map, &claim_index))
+	if (!read_map(tt->relid, &map, NULL))
 		ereport(ERROR,
 				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
 				 errmsg("table \"%s\" is not enabled for claiming", RelationGetRelationName(rel)),
@@ -1415,21 +1379,8 @@ static SPIPlanPtr
 task_plan(TaskTable *tt, TaskStmt stmt, int nargs, const Oid *argtypes)
 {
 	if (tt->plan[stmt] == NULL)
-	{
-		/*
-		 * claim's best plan depends on max_rows (an index scan in claim order for a few rows), so
-		 * it is planned with the call's values every time; the one-row statements use the key.
-		 */
-		SPIPlanPtr plan = SPI_prepare_cursor(tt->sql[stmt], nargs, (Oid *) argtypes,
-											 claim_plan_options(tt, stmt));
-
-		if (plan == NULL)
-			elog(ERROR, "SPI_prepare failed for \"%s\": %s", tt->sql[stmt],
-				 SPI_result_code_string(SPI_result));
-		if (SPI_keepplan(plan) != 0)
-			elog(ERROR, "SPI_keepplan failed");
-		tt->plan[stmt] = plan;
-	}
+		tt->plan[stmt] =
+			fl_keep_plan(tt->sql[stmt], nargs, (Oid *) argtypes, claim_plan_options(tt, stmt));
 	return tt->plan[stmt];
 }
 
@@ -1456,8 +1407,7 @@ task_run(TaskTable *tt, TaskStmt stmt, int nargs, const Oid *argtypes, Datum *va
 		fl_task_own_relid = own;
 	}
 	PG_END_TRY();
-	if (rc < 0)
-		elog(ERROR, "SPI_execute_plan failed for \"%s\": %s", sql, SPI_result_code_string(rc));
+	(void) fl_spi_result(sql, rc);
 	task_table_free_retired(tt);
 	return SPI_processed;
 }
@@ -1498,6 +1448,22 @@ check_result_column(TaskTable *tt, TupleDesc desc, int col, Oid typid, int32 typ
 			 errmsg("statement for table \"%s\" returned a row of another type", tt->relname),
 			 errdetail("Its name led to another table: the table or its schema was renamed."),
 			 errhint("Retry the call.")));
+}
+
+/* The relation (first column) of every row the last statement returned: the table's own. */
+static void
+check_result_relations(TaskTable *tt)
+{
+	TupleDesc rdesc = SPI_tuptable->tupdesc;
+
+	check_result_column(tt, rdesc, 1, OIDOID, -1);
+	for (uint64 r = 0; r < SPI_processed; r++)
+	{
+		bool isnull;
+
+		check_result_relation(
+			tt, DatumGetObjectId(SPI_getbinval(SPI_tuptable->vals[r], rdesc, 1, &isnull)));
+	}
 }
 
 /* ---------------------------------------------------------------------------------------------
@@ -1617,10 +1583,7 @@ arg_backoff_policy(FunctionCallInfo fcinfo, int argno, Datum *values)
 static void
 run_ddl(const char *sql)
 {
-	int rc = SPI_execute(sql, false, 0);
-
-	if (rc < 0)
-		elog(ERROR, "SPI_execute failed for \"%s\": %s", sql, SPI_result_code_string(rc));
+	(void) fl_spi_result(sql, SPI_execute(sql, false, 0));
 }
 
 /*
@@ -1676,7 +1639,7 @@ is_claim_index(Oid indexid, Oid relid, const AttrNumber *keys, int nkeys)
 static void
 create_wake_trigger(const char *qualname, const TaskMap *map)
 {
-	char *nsp = get_namespace_name(extension_schema());
+	char *nsp = get_namespace_name(fl_extension_schema());
 	Oid fn = LookupFuncName(list_make2(makeString(nsp), makeString("task_wake")), 0, NULL, true);
 	StringInfoData sql;
 
@@ -1766,11 +1729,10 @@ fencelock_enable_tasks(PG_FUNCTION_ARGS)
 	table_close(rel, NoLock);
 	/* The trigger function by the extension's own schema, whatever now has the name fencelock. */
 	trigger_fn =
-		quote_qualified_identifier(get_namespace_name(extension_schema()), "fence_trigger");
+		quote_qualified_identifier(get_namespace_name(fl_extension_schema()), "fence_trigger");
 
 	/* The DDL runs as the caller, the table's owner. */
-	if (SPI_connect() != SPI_OK_CONNECT)
-		elog(ERROR, "SPI_connect failed");
+	fl_spi_connect();
 	run_ddl(psprintf("CREATE OR REPLACE TRIGGER %s BEFORE UPDATE ON %s FOR EACH ROW EXECUTE "
 					 "FUNCTION %s(%s)",
 					 TASK_TRIGGER_NAME, qualname, trigger_fn,
@@ -1799,8 +1761,7 @@ fencelock_enable_tasks(PG_FUNCTION_ARGS)
 		run_ddl(sql.data);
 		index = get_relname_relid(name, nsp);
 	}
-	if (SPI_finish() != SPI_OK_FINISH)
-		elog(ERROR, "SPI_finish failed");
+	fl_spi_finish();
 
 	/* The trigger just made must be the fence trigger, on the table and on every partition. */
 	CommandCounterIncrement();
@@ -1835,7 +1796,7 @@ fencelock_enable_tasks(PG_FUNCTION_ARGS)
 	values[2] = NameGetDatum(&index_name);
 
 	fl_begin(&session);
-	fl_run(task_tables_v030(extension_schema()) ? &map_upsert : &map_upsert_020, values, NULL,
+	fl_run(task_tables_v030(fl_extension_schema()) ? &map_upsert : &map_upsert_020, values, NULL,
 		   false);
 	fl_run(&map_prune, NULL, NULL, false);
 	fl_end(&session);
@@ -1871,13 +1832,7 @@ claim_check_result(TaskTable *tt, TupleDesc desc, TupleDesc rdesc, bool dead)
 		check_result_column(tt, rdesc, ++col, BOOLOID, -1);
 	if (rdesc->natts != col)
 		check_result_column(tt, rdesc, col + 1, InvalidOid, -1);
-	for (uint64 r = 0; r < SPI_processed; r++)
-	{
-		bool isnull;
-
-		check_result_relation(
-			tt, DatumGetObjectId(SPI_getbinval(SPI_tuptable->vals[r], rdesc, 1, &isnull)));
-	}
+	check_result_relations(tt);
 }
 
 /* A row claim could not raise: a warning that names it. */
@@ -2074,11 +2029,9 @@ claim_attempt(Oid relid, ReturnSetInfo *rsinfo, text *worker, int64 ttl, int32 m
 	{
 		TaskTable *tt = task_table(relid);
 
-		if (SPI_connect() != SPI_OK_CONNECT)
-			elog(ERROR, "SPI_connect failed");
+		fl_spi_connect();
 		claimed = claim_once(tt, rsinfo, worker, ttl, max_rows, row, rownulls, marked);
-		if (SPI_finish() != SPI_OK_FINISH)
-			elog(ERROR, "SPI_finish failed");
+		fl_spi_finish();
 	}
 	PG_CATCH();
 	{
@@ -2195,11 +2148,9 @@ fencelock_claim(PG_FUNCTION_ARGS)
 		claim_waiting(relid, rsinfo, worker, ttl, max_rows, wait_us, row, rownulls);
 		return (Datum) 0;
 	}
-	if (SPI_connect() != SPI_OK_CONNECT)
-		elog(ERROR, "SPI_connect failed");
+	fl_spi_connect();
 	(void) claim_once(tt, rsinfo, worker, ttl, max_rows, row, rownulls, &marked);
-	if (SPI_finish() != SPI_OK_FINISH)
-		elog(ERROR, "SPI_finish failed");
+	fl_spi_finish();
 	return (Datum) 0;
 }
 
@@ -2283,12 +2234,9 @@ row_update(TaskTable *tt, TaskStmt stmt, Datum id, int64 fence, Datum *extra,
 	}
 	if (task_run(tt, stmt, 2 + nextra, argtypes, values, nulls) > 0)
 	{
-		rdesc = SPI_tuptable->tupdesc;
-		check_result_column(tt, rdesc, 1, OIDOID, -1);
 		if (stmt == STMT_FAIL)
-			check_result_column(tt, rdesc, 2, tt->state_type, -1);
-		check_result_relation(
-			tt, DatumGetObjectId(SPI_getbinval(SPI_tuptable->vals[0], rdesc, 1, &isnull)));
+			check_result_column(tt, SPI_tuptable->tupdesc, 2, tt->state_type, -1);
+		check_result_relations(tt);
 		return true;
 	}
 
@@ -2325,11 +2273,9 @@ fencelock_heartbeat(PG_FUNCTION_ARGS)
 	bool updated;
 
 	extra[0] = TimestampTzGetDatum(GetCurrentTimestamp() + ttl);
-	if (SPI_connect() != SPI_OK_CONNECT)
-		elog(ERROR, "SPI_connect failed");
+	fl_spi_connect();
 	updated = row_update(tt, STMT_HEARTBEAT, id, fence, extra, " ", 1, &state);
-	if (SPI_finish() != SPI_OK_FINISH)
-		elog(ERROR, "SPI_finish failed");
+	fl_spi_finish();
 	PG_RETURN_BOOL(updated);
 }
 
@@ -2342,11 +2288,9 @@ fencelock_complete(PG_FUNCTION_ARGS)
 	char *state;
 	bool updated;
 
-	if (SPI_connect() != SPI_OK_CONNECT)
-		elog(ERROR, "SPI_connect failed");
+	fl_spi_connect();
 	updated = row_update(tt, STMT_COMPLETE, id, fence, NULL, NULL, 0, &state);
-	if (SPI_finish() != SPI_OK_FINISH)
-		elog(ERROR, "SPI_finish failed");
+	fl_spi_finish();
 	/* Already done under this very fence: a retry after a lost reply, answered the same. */
 	PG_RETURN_BOOL(updated || (state != NULL && strcmp(state, "done") == 0));
 }
@@ -2405,8 +2349,7 @@ fencelock_fail(PG_FUNCTION_ARGS)
 		memset(extra_nulls + 2, ' ', 4);
 	}
 
-	if (SPI_connect() != SPI_OK_CONNECT)
-		elog(ERROR, "SPI_connect failed");
+	fl_spi_connect();
 	updated = row_update(tt, STMT_FAIL, id, fence, extra, extra_nulls, 6, &old_state);
 	if (updated)
 	{
@@ -2421,8 +2364,7 @@ fencelock_fail(PG_FUNCTION_ARGS)
 																SPI_tuptable->tupdesc, 1, &isnull)),
 								 1, false);
 	}
-	if (SPI_finish() != SPI_OK_FINISH)
-		elog(ERROR, "SPI_finish failed");
+	fl_spi_finish();
 	/* Not running under this fence (done, dead, ready again, or no such row): nothing changed. */
 	if (!updated)
 		PG_RETURN_NULL();
@@ -2467,26 +2409,16 @@ fencelock_purge_tasks(PG_FUNCTION_ARGS)
 	values[0] = TimestampTzGetDatum(GetCurrentTimestamp() - older_us);
 	values[1] = Int64GetDatum(batch);
 	values[2] = BoolGetDatum(PG_GETARG_BOOL(2));
-	if (SPI_connect() != SPI_OK_CONNECT)
-		elog(ERROR, "SPI_connect failed");
+	fl_spi_connect();
 	do
 	{
 		CHECK_FOR_INTERRUPTS();
 		n = task_run(tt, STMT_PURGE, lengthof(purge_argtypes), purge_argtypes, values, NULL);
 		if (n > 0)
-		{
-			bool isnull;
-
-			check_result_column(tt, SPI_tuptable->tupdesc, 1, OIDOID, -1);
-			for (uint64 r = 0; r < n; r++)
-				check_result_relation(
-					tt, DatumGetObjectId(SPI_getbinval(SPI_tuptable->vals[r], SPI_tuptable->tupdesc,
-													   1, &isnull)));
-		}
+			check_result_relations(tt);
 		total += n;
 	} while (n == (uint64) batch);
-	if (SPI_finish() != SPI_OK_FINISH)
-		elog(ERROR, "SPI_finish failed");
+	fl_spi_finish();
 	PG_RETURN_INT64(total);
 }
 
@@ -2531,6 +2463,9 @@ arg_array(FunctionCallInfo fcinfo, int argno, const char *what, Oid elemtype)
 	return a;
 }
 
+static int64 complete_all_count(TaskTable *tt, ArrayType *ids, ArrayType *fences, int n,
+								Oid *argtypes, Datum *values);
+
 /*
  * complete_all(tbl, ids, fences): complete in one statement every row of ids that is running
  * under exactly the fence at the same place in fences; returns how many of the rows are done under
@@ -2548,9 +2483,7 @@ fencelock_complete_all(PG_FUNCTION_ARGS)
 	Oid argtypes[2];
 	Datum values[2];
 	uint64 updated;
-	int64 done = 0;
-	int64 *fence_of;
-	bool *seen;
+	int64 done;
 
 	if (tt->npk != 1)
 		ereport(ERROR,
@@ -2573,27 +2506,30 @@ fencelock_complete_all(PG_FUNCTION_ARGS)
 	values[0] = PointerGetDatum(ids);
 	values[1] = PointerGetDatum(fences);
 
-	if (SPI_connect() != SPI_OK_CONNECT)
-		elog(ERROR, "SPI_connect failed");
+	fl_spi_connect();
 	updated = task_run(tt, STMT_COMPLETE_ALL, 2, argtypes, values, NULL);
 	if (updated > 0)
-	{
-		bool isnull;
+		check_result_relations(tt);
+	if (updated < (uint64) n)
+		done = complete_all_count(tt, ids, fences, n, argtypes, values);
+	else
+		done = n;
+	fl_spi_finish();
+	PG_RETURN_INT64(done);
+}
 
-		check_result_column(tt, SPI_tuptable->tupdesc, 1, OIDOID, -1);
-		for (uint64 r = 0; r < updated; r++)
-			check_result_relation(
-				tt, DatumGetObjectId(
-						SPI_getbinval(SPI_tuptable->vals[r], SPI_tuptable->tupdesc, 1, &isnull)));
-	}
-	if (updated == (uint64) n)
-	{
-		if (SPI_finish() != SPI_OK_FINISH)
-			elog(ERROR, "SPI_finish failed");
-		PG_RETURN_INT64(n);
-	}
+/*
+ * After complete_all updated fewer rows than it was given: raise FL001 for a row under another
+ * fence, else count the rows that are done (also those that were already: a retry).
+ */
+static int64
+complete_all_count(TaskTable *tt, ArrayType *ids, ArrayType *fences, int n, Oid *argtypes,
+				   Datum *values)
+{
+	int64 done = 0;
+	int64 *fence_of;
+	bool *seen;
 
-	/* Some rows were not updated: any with another fence is an error; count those done. */
 	fence_of = palloc(n * sizeof(int64));
 	seen = palloc0(n * sizeof(bool));
 	{
@@ -2650,7 +2586,5 @@ fencelock_complete_all(PG_FUNCTION_ARGS)
 			}
 		}
 	}
-	if (SPI_finish() != SPI_OK_FINISH)
-		elog(ERROR, "SPI_finish failed");
-	PG_RETURN_INT64(done);
+	return done;
 }
