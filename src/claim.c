@@ -362,6 +362,42 @@ find_column(Relation rel, const char *name)
 	return NULL;
 }
 
+/* The separator before the next sentence of a list of problems. */
+static StringInfo
+next_problem(StringInfo problems)
+{
+	if (problems->len > 0)
+		appendStringInfoChar(problems, ' ');
+	return problems;
+}
+
+/* check_columns' hint: what to run, or what to change. */
+static int
+errhint_columns(const char *qualname, const char *ddl, bool in_pk, bool no_pk, bool only_no_pk)
+{
+	if (ddl[0] != '\0' && no_pk)
+		return errhint("Run ALTER TABLE %s %s, and add a primary key, or name your own columns "
+					   "with fencelock.enable_tasks(..., state_col => ...).",
+					   qualname, ddl);
+	if (ddl[0] != '\0')
+		return errhint("Run ALTER TABLE %s %s, or name your own columns with "
+					   "fencelock.enable_tasks(..., state_col => ...).",
+					   qualname, ddl);
+	if (only_no_pk)
+		return errhint(
+			"Add a primary key: claim orders rows by it and the helpers find rows by it.");
+	if (in_pk && no_pk)
+		return errhint("Give each part its own ordinary column of the documented type, outside "
+					   "the primary key, and the table a primary key.");
+	if (in_pk)
+		return errhint("Give each part its own ordinary column of the documented type, outside "
+					   "the primary key.");
+	if (no_pk)
+		return errhint("Give each part its own ordinary column of the documented type, and the "
+					   "table a primary key.");
+	return errhint("Give each part its own ordinary column of the documented type.");
+}
+
 /*
  * Check the table against the convention.  names[i] is the column asked for; NULL for an optional
  * part means its conventional name if the table has it (with find_optional) or that the part is
@@ -375,7 +411,6 @@ check_columns(Relation rel, const char *const names[NUM_TASK_COLS], bool find_op
 													  RelationGetRelationName(rel));
 	StringInfoData problems;
 	StringInfoData ddl;
-	const char *hint;
 	bool no_pk = !OidIsValid(FL_PRIMARY_KEY_INDEX(rel));
 	Bitmapset *pk_cols = RelationGetIndexAttrBitmap(rel, INDEX_ATTR_BITMAP_PRIMARY_KEY);
 	bool in_pk = false;
@@ -387,28 +422,34 @@ check_columns(Relation rel, const char *const names[NUM_TASK_COLS], bool find_op
 	{
 		const TaskColSpec *spec = &task_cols[i];
 		const char *name = names[i] != NULL ? names[i] : spec->name;
-		const char *part;
+		bool conventional = strcmp(name, spec->name) == 0; /* else the message names the part */
 		Form_pg_attribute att;
 
 		if (names[i] == NULL && !spec->required && !find_optional)
 			continue;
-		part = strcmp(name, spec->name) == 0 ? "" : psprintf(" (%s)", spec->name);
 		att = find_column(rel, name);
 		if (att == NULL)
 		{
 			if (!spec->required && names[i] == NULL)
 				continue; /* an optional part the table does not have */
-			appendStringInfo(&problems, "%sColumn \"%s\"%s is missing.",
-							 problems.len > 0 ? " " : "", name, part);
+			if (conventional)
+				appendStringInfo(next_problem(&problems), "Column \"%s\" is missing.", name);
+			else
+				appendStringInfo(next_problem(&problems), "Column \"%s\" (%s) is missing.", name,
+								 spec->name);
 			appendStringInfo(&ddl, "%sADD COLUMN %s %s", ddl.len > 0 ? ", " : "",
 							 quote_identifier(name), spec->ddl);
 			continue;
 		}
 		if (!kind_matches(spec->kind, att->atttypid))
 		{
-			appendStringInfo(&problems, "%sColumn \"%s\"%s is of type %s, not %s.",
-							 problems.len > 0 ? " " : "", name, part, format_type_be(att->atttypid),
-							 kind_name(spec->kind));
+			if (conventional)
+				appendStringInfo(next_problem(&problems), "Column \"%s\" is of type %s, not %s.",
+								 name, format_type_be(att->atttypid), kind_name(spec->kind));
+			else
+				appendStringInfo(next_problem(&problems),
+								 "Column \"%s\" (%s) is of type %s, not %s.", name, spec->name,
+								 format_type_be(att->atttypid), kind_name(spec->kind));
 			appendStringInfo(&ddl, "%sALTER COLUMN %s TYPE %s", ddl.len > 0 ? ", " : "",
 							 quote_identifier(name),
 							 spec->kind == KIND_INTEGER ? "integer" : kind_name(spec->kind));
@@ -416,8 +457,12 @@ check_columns(Relation rel, const char *const names[NUM_TASK_COLS], bool find_op
 		}
 		if (att->attgenerated)
 		{
-			appendStringInfo(&problems, "%sColumn \"%s\"%s is a generated column.",
-							 problems.len > 0 ? " " : "", name, part);
+			if (conventional)
+				appendStringInfo(next_problem(&problems), "Column \"%s\" is a generated column.",
+								 name);
+			else
+				appendStringInfo(next_problem(&problems),
+								 "Column \"%s\" (%s) is a generated column.", name, spec->name);
 			continue;
 		}
 		/*
@@ -427,35 +472,31 @@ check_columns(Relation rel, const char *const names[NUM_TASK_COLS], bool find_op
 		if (i != COL_PRIORITY && i != COL_MAX_ATTEMPTS &&
 			bms_is_member(att->attnum - FirstLowInvalidHeapAttributeNumber, pk_cols))
 		{
-			appendStringInfo(&problems, "%sColumn \"%s\"%s is part of the primary key.",
-							 problems.len > 0 ? " " : "", name, part);
+			if (conventional)
+				appendStringInfo(next_problem(&problems),
+								 "Column \"%s\" is part of the primary key.", name);
+			else
+				appendStringInfo(next_problem(&problems),
+								 "Column \"%s\" (%s) is part of the primary key.", name,
+								 spec->name);
 			in_pk = true;
 		}
 		for (int j = 0; j < i; j++)
 			if (strcmp(NameStr(map->cols[j]), name) == 0)
-				appendStringInfo(&problems, "%sColumn \"%s\" cannot be both %s and %s.",
-								 problems.len > 0 ? " " : "", name, task_cols[j].name, spec->name);
+				appendStringInfo(next_problem(&problems), "Column \"%s\" cannot be both %s and %s.",
+								 name, task_cols[j].name, spec->name);
 		namestrcpy(&map->cols[i], name);
 	}
 	if (no_pk)
-		appendStringInfo(&problems, "%sThe table has no primary key.", problems.len > 0 ? " " : "");
+		appendStringInfoString(next_problem(&problems), "The table has no primary key.");
 	if (problems.len == 0)
 		return;
-
-	if (ddl.len > 0)
-		hint = psprintf("Run ALTER TABLE %s %s%s, or name your own columns with "
-						"fencelock.enable_tasks(..., state_col => ...).",
-						qualname, ddl.data, no_pk ? ", and add a primary key" : "");
-	else if (problems.len > strlen("The table has no primary key."))
-		hint = psprintf("Give each part its own ordinary column of the documented type%s%s.",
-						in_pk ? ", outside the primary key" : "",
-						no_pk ? ", and the table a primary key" : "");
-	else
-		hint = "Add a primary key: claim orders rows by it and the helpers find rows by it.";
 	ereport(ERROR, (errcode(ERRCODE_INVALID_TABLE_DEFINITION),
 					errmsg("table \"%s\" does not follow the task-table convention",
 						   RelationGetRelationName(rel)),
-					errdetail("%s", problems.data), errhint("%s", hint)));
+					errdetail_internal("%s", problems.data),
+					errhint_columns(qualname, ddl.data, in_pk, no_pk,
+									problems.len == strlen("The table has no primary key."))));
 }
 
 /*
@@ -1214,9 +1255,7 @@ task_table_build(TaskTable *tt)
 	/* Before any lock: a role that may not update the table must not queue behind its writers. */
 	if (pg_class_aclcheck(tt->relid, GetUserId(), ACL_UPDATE) != ACLCHECK_OK &&
 		pg_attribute_aclcheck_all(tt->relid, GetUserId(), ACL_UPDATE, ACLMASK_ANY) != ACLCHECK_OK)
-		ereport(ERROR, (errcode(ERRCODE_INSUFFICIENT_PRIVILEGE),
-						errmsg("permission denied for table %s", get_rel_name(tt->relid)),
-						errhint("Workers need SELECT and UPDATE on the task table.")));
+		aclcheck_error(ACLCHECK_NO_PRIV, OBJECT_TABLE, get_rel_name(tt->relid));
 	rel = table_open(tt->relid, AccessShareLock);
 	if (!read_map(tt->relid, &map, NULL))
 		ereport(ERROR,
@@ -1471,6 +1510,8 @@ check_result_relations(TaskTable *tt)
  * ---------------------------------------------------------------------------------------------
  */
 
+#define CLAIM_TASKS_HINT                                                                           \
+	"Pass NULL cast to the task table's type, e.g. fencelock.claim(NULL::jobs, worker => 'w-1')."
 #define CLAIM_FENCE_HINT "Pass the fence of the row that claim returned."
 
 static const FlTextArg worker_arg = {"worker", FENCELOCK_MAX_OWNER_LEN,
@@ -1709,9 +1750,7 @@ fencelock_enable_tasks(PG_FUNCTION_ARGS)
 	check_relation(relid);
 	/* Before any lock: a non-owner must not queue behind, and block, the table's writers. */
 	if (!FL_CLASS_OWNERCHECK(relid, GetUserId()))
-		ereport(ERROR, (errcode(ERRCODE_INSUFFICIENT_PRIVILEGE),
-						errmsg("must be owner of table %s", get_rel_name(relid)),
-						errhint("Run fencelock.enable_tasks as the table's owner.")));
+		aclcheck_error(ACLCHECK_NOT_OWNER, OBJECT_TABLE, get_rel_name(relid));
 	/* Serializes enable_tasks on the table, and conflicts with every writer of it. */
 	rel = table_open(relid, ShareRowExclusiveLock);
 	check_columns(rel, names, true, &map);
@@ -2119,12 +2158,16 @@ fencelock_claim(PG_FUNCTION_ARGS)
 	int64 wait_us = 0;
 	bool waiting = false;
 
+	if (!OidIsValid(argtype))
+		ereport(ERROR, (errcode(ERRCODE_DATATYPE_MISMATCH),
+						errmsg("fencelock.claim needs a table's row type, not a value of unknown "
+							   "type"),
+						errhint(CLAIM_TASKS_HINT)));
 	if (!OidIsValid(relid))
 		ereport(ERROR, (errcode(ERRCODE_DATATYPE_MISMATCH),
 						errmsg("fencelock.claim needs a table's row type, not %s",
-							   OidIsValid(argtype) ? format_type_be(argtype) : "an unknown type"),
-						errhint("Pass NULL cast to the task table's type, e.g. "
-								"fencelock.claim(NULL::jobs, worker => 'w-1').")));
+							   format_type_be(argtype)),
+						errhint(CLAIM_TASKS_HINT)));
 	check_relation(relid);
 	worker = fl_arg_text(fcinfo, 1, &worker_arg);
 	ttl = fl_arg_ttl(fcinfo, 2);
@@ -2188,18 +2231,24 @@ wrong_fence(TaskTable *tt, Oid tableoid, Datum id, int64 fence, bool stored_null
 						   tt->relname, tt->pkname, key),
 				 errhint("This worker has lost its claim: roll back and stop; do not retry with "
 						 "the same fence.")));
-	ereport(ERROR,
+	if (stored_null)
+		ereport(
+			ERROR,
 			(errcode(ERRCODE_FENCELOCK_STALE_FENCE),
-			 stored_null ? errmsg("fence " INT64_FORMAT " was never issued for the task: it has "
-								  "no fence",
-								  fence)
-						 : errmsg("fence " INT64_FORMAT " was never issued for the task: its "
-								  "fence is " INT64_FORMAT,
-								  fence, stored),
-			 errdetail("Table \"%s\", task (%s)=(%s): heartbeat, complete and fail carry exactly "
-					   "the fence that claim returned.",
+			 errmsg("fence " INT64_FORMAT " was never issued for the task: it has no fence", fence),
+			 errdetail("Table \"%s\", task (%s)=(%s): heartbeat, complete and fail carry "
+					   "exactly the fence that claim returned.",
 					   tt->relname, tt->pkname, key),
 			 errhint("This worker does not hold the task: roll back and stop.")));
+	ereport(
+		ERROR,
+		(errcode(ERRCODE_FENCELOCK_STALE_FENCE),
+		 errmsg("fence " INT64_FORMAT " was never issued for the task: its fence is " INT64_FORMAT,
+				fence, stored),
+		 errdetail("Table \"%s\", task (%s)=(%s): heartbeat, complete and fail carry exactly "
+				   "the fence that claim returned.",
+				   tt->relname, tt->pkname, key),
+		 errhint("This worker does not hold the task: roll back and stop.")));
 }
 
 /*

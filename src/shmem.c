@@ -58,6 +58,18 @@ fl_shmem_ready(void)
 	return fl_attached;
 }
 
+/* For the functions that have nothing to do without shared memory: 55000 with a hint. */
+void
+fl_shmem_require(const char *function)
+{
+	if (!fl_attached)
+		ereport(ERROR,
+				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+				 errmsg("%s needs fencelock to be loaded via shared_preload_libraries", function),
+				 errhint("Add 'fencelock' to shared_preload_libraries in postgresql.conf and "
+						 "restart the server.")));
+}
+
 /* One of the tranche's locks; for the part's startup, which keeps it in its shared struct. */
 LWLock *
 fl_shmem_lock(FlLock which)

@@ -22,6 +22,7 @@ typedef enum FlLock
 
 extern void fl_shmem_init(void);
 extern bool fl_shmem_ready(void);
+extern void fl_shmem_require(const char *function);
 extern LWLock *fl_shmem_lock(FlLock which);
 
 #endif /* FENCELOCK_SHMEM_H */

@@ -80,17 +80,6 @@ fl_stats_shmem_startup(void)
 					  HASH_ELEM | HASH_BLOBS | HASH_FIXED_SIZE);
 }
 
-static void
-fl_require_shmem(const char *what)
-{
-	if (fl_stats == NULL)
-		ereport(ERROR,
-				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
-				 errmsg("%s needs fencelock to be loaded via shared_preload_libraries", what),
-				 errhint("Add 'fencelock' to shared_preload_libraries in postgresql.conf and "
-						 "restart the server.")));
-}
-
 void
 fl_count(FlCounter counter, uint64 n)
 {
@@ -333,7 +322,7 @@ fencelock_stats(PG_FUNCTION_ARGS)
 	bool nulls[FL_NUM_COUNTERS + 1] = {0};
 	int ncounters;
 
-	fl_require_shmem("fencelock.stats");
+	fl_shmem_require("fencelock.stats");
 	if (get_call_result_type(fcinfo, NULL, &tupdesc) != TYPEFUNC_COMPOSITE)
 		elog(ERROR, "return type must be a row type");
 	/*
@@ -356,7 +345,7 @@ fencelock_stats_reset(PG_FUNCTION_ARGS)
 	HASH_SEQ_STATUS status;
 	FlTableEntry *entry;
 
-	fl_require_shmem("fencelock.stats_reset()");
+	fl_shmem_require("fencelock.stats_reset");
 	LWLockAcquire(fl_stats->lock, LW_EXCLUSIVE);
 	for (int i = 0; i < FL_NUM_COUNTERS; i++)
 		pg_atomic_write_u64(&fl_stats->counters[i], 0);
@@ -376,7 +365,7 @@ fencelock_table_stats(PG_FUNCTION_ARGS)
 	HASH_SEQ_STATUS status;
 	FlTableEntry *entry;
 
-	fl_require_shmem("fencelock.table_stats");
+	fl_shmem_require("fencelock.table_stats");
 	InitMaterializedSRF(fcinfo, 0);
 	LWLockAcquire(fl_stats->lock, LW_SHARED);
 	hash_seq_init(&status, fl_tables);
