@@ -206,16 +206,12 @@ resolve_options(FenceTrigger *ft, Trigger *tg, Relation rel)
 						 errdetail("A table is bound either to one lease (lease=) or to the lease "
 								   "each row names (lease_column=), once."),
 						 errhint(OPTIONS_HINT)));
-			if (value[0] == '\0' && by_column)
-				ereport(ERROR,
-						(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
-						 errmsg("trigger \"%s\" on table \"%s\" has an empty lease_column= option",
-								tg->tgname, RelationGetRelationName(rel)),
-						 errhint(OPTIONS_HINT)));
+			/* The option's name is a keyword, not prose: it may be put into the message. */
 			if (value[0] == '\0')
 				ereport(ERROR, (errcode(ERRCODE_INVALID_PARAMETER_VALUE),
-								errmsg("trigger \"%s\" on table \"%s\" has an empty lease= option",
-									   tg->tgname, RelationGetRelationName(rel)),
+								errmsg("trigger \"%s\" on table \"%s\" has an empty %s option",
+									   tg->tgname, RelationGetRelationName(rel),
+									   by_column ? OPT_LEASE_COLUMN : OPT_LEASE),
 								errhint(OPTIONS_HINT)));
 			if (!by_column && strlen(value) > FENCELOCK_MAX_RESOURCE_LEN)
 				ereport(
@@ -444,7 +440,7 @@ row_update(TriggerData *trigdata, FenceTrigger *ft)
 					 errhint("This writer has lost its lease: roll back and stop; do not retry "
 							 "with the same fence."),
 					 errtablecol(rel, ft->attnum)));
-		/* 'strict' and the same fence: this very fence wrote the row last. */
+		/* 'strict' and the same fence: the row already carries it. */
 		ereport(ERROR,
 				(errcode(ERRCODE_FENCELOCK_STALE_FENCE),
 				 errmsg("fence " INT64_FORMAT " is not newer than the stored fence " INT64_FORMAT,
