@@ -6,11 +6,14 @@ MODULE_big = fencelock
 OBJS = \
 	src/fencelock.o \
 	src/asowner.o \
+	src/args.o \
 	src/lease.o \
 	src/leaserow.o \
 	src/key.o \
 	src/trigger.o \
 	src/shmem.o \
+	src/stats.o \
+	src/waitqueue.o \
 	src/wait.o \
 	src/history.o \
 	src/count.o \

@@ -239,6 +239,17 @@ fl_lease_relid(void)
 	return fl_ext.lease_relid;
 }
 
+/*
+ * The extension's schema, after the same checks as fl_begin: the schema named fencelock, owned
+ * by the extension's owner (claim.c names the trigger functions by it).
+ */
+Oid
+fl_extension_schema(void)
+{
+	(void) fl_extension_owner();
+	return fl_ext.nspid;
+}
+
 /* Connect to SPI and act as the extension's owner until fl_end. */
 void
 fl_begin(FlSession *session)
@@ -278,27 +289,54 @@ static SPIPlanPtr
 fl_plan(FlStmt *stmt)
 {
 	if (stmt->plan == NULL)
-	{
-		SPIPlanPtr plan =
-			SPI_prepare_cursor(stmt->sql, stmt->nargs, stmt->argtypes, CURSOR_OPT_GENERIC_PLAN);
-
-		if (plan == NULL)
-			elog(ERROR, "SPI_prepare failed for \"%s\": %s", stmt->sql,
-				 SPI_result_code_string(SPI_result));
-		if (SPI_keepplan(plan) != 0)
-			elog(ERROR, "SPI_keepplan failed");
-		stmt->plan = plan;
-	}
+		stmt->plan = fl_keep_plan(stmt->sql, stmt->nargs, stmt->argtypes, CURSOR_OPT_GENERIC_PLAN);
 	return stmt->plan;
 }
 
 static uint64
 fl_check(FlStmt *stmt, int rc)
 {
+	return fl_spi_result(stmt->sql, rc);
+}
+
+/* Prepare a statement and keep its plan for the rest of the backend. */
+SPIPlanPtr
+fl_keep_plan(const char *sql, int nargs, Oid *argtypes, int cursor_options)
+{
+	SPIPlanPtr plan = SPI_prepare_cursor(sql, nargs, argtypes, cursor_options);
+
+	if (plan == NULL)
+		elog(ERROR, "SPI_prepare failed for \"%s\": %s", sql, SPI_result_code_string(SPI_result));
+	if (SPI_keepplan(plan) != 0)
+		elog(ERROR, "SPI_keepplan failed");
+	return plan;
+}
+
+/* The rows an execution of sql processed, after a check of its result code. */
+uint64
+fl_spi_result(const char *sql, int rc)
+{
 	if (rc < 0)
-		elog(ERROR, "SPI_execute_plan failed for \"%s\": %s", stmt->sql,
-			 SPI_result_code_string(rc));
+		elog(ERROR, "SPI failed for \"%s\": %s", sql, SPI_result_code_string(rc));
 	return SPI_processed;
+}
+
+/*
+ * Connect to SPI keeping the caller's identity: for statements on the caller's own tables
+ * (claim.c), which must run with the caller's privileges, not the extension owner's.
+ */
+void
+fl_spi_connect(void)
+{
+	if (SPI_connect() != SPI_OK_CONNECT)
+		elog(ERROR, "SPI_connect failed");
+}
+
+void
+fl_spi_finish(void)
+{
+	if (SPI_finish() != SPI_OK_FINISH)
+		elog(ERROR, "SPI_finish failed");
 }
 
 static int

@@ -362,6 +362,42 @@ find_column(Relation rel, const char *name)
 	return NULL;
 }
 
+/* The separator before the next sentence of a list of problems. */
+static StringInfo
+next_problem(StringInfo problems)
+{
+	if (problems->len > 0)
+		appendStringInfoChar(problems, ' ');
+	return problems;
+}
+
+/* check_columns' hint: what to run, or what to change. */
+static int
+errhint_columns(const char *qualname, const char *ddl, bool in_pk, bool no_pk, bool only_no_pk)
+{
+	if (ddl[0] != '\0' && no_pk)
+		return errhint("Run ALTER TABLE %s %s, and add a primary key, or name your own columns "
+					   "with fencelock.enable_tasks(..., state_col => ...).",
+					   qualname, ddl);
+	if (ddl[0] != '\0')
+		return errhint("Run ALTER TABLE %s %s, or name your own columns with "
+					   "fencelock.enable_tasks(..., state_col => ...).",
+					   qualname, ddl);
+	if (only_no_pk)
+		return errhint(
+			"Add a primary key: claim orders rows by it and the helpers find rows by it.");
+	if (in_pk && no_pk)
+		return errhint("Give each part its own ordinary column of the documented type, outside "
+					   "the primary key, and the table a primary key.");
+	if (in_pk)
+		return errhint("Give each part its own ordinary column of the documented type, outside "
+					   "the primary key.");
+	if (no_pk)
+		return errhint("Give each part its own ordinary column of the documented type, and the "
+					   "table a primary key.");
+	return errhint("Give each part its own ordinary column of the documented type.");
+}
+
 /*
  * Check the table against the convention.  names[i] is the column asked for; NULL for an optional
  * part means its conventional name if the table has it (with find_optional) or that the part is
@@ -375,7 +411,6 @@ check_columns(Relation rel, const char *const names[NUM_TASK_COLS], bool find_op
 													  RelationGetRelationName(rel));
 	StringInfoData problems;
 	StringInfoData ddl;
-	const char *hint;
 	bool no_pk = !OidIsValid(FL_PRIMARY_KEY_INDEX(rel));
 	Bitmapset *pk_cols = RelationGetIndexAttrBitmap(rel, INDEX_ATTR_BITMAP_PRIMARY_KEY);
 	bool in_pk = false;
@@ -387,28 +422,34 @@ check_columns(Relation rel, const char *const names[NUM_TASK_COLS], bool find_op
 	{
 		const TaskColSpec *spec = &task_cols[i];
 		const char *name = names[i] != NULL ? names[i] : spec->name;
-		const char *part;
+		bool conventional = strcmp(name, spec->name) == 0; /* else the message names the part */
 		Form_pg_attribute att;
 
 		if (names[i] == NULL && !spec->required && !find_optional)
 			continue;
-		part = strcmp(name, spec->name) == 0 ? "" : psprintf(" (%s)", spec->name);
 		att = find_column(rel, name);
 		if (att == NULL)
 		{
 			if (!spec->required && names[i] == NULL)
 				continue; /* an optional part the table does not have */
-			appendStringInfo(&problems, "%sColumn \"%s\"%s is missing.",
-							 problems.len > 0 ? " " : "", name, part);
+			if (conventional)
+				appendStringInfo(next_problem(&problems), "Column \"%s\" is missing.", name);
+			else
+				appendStringInfo(next_problem(&problems), "Column \"%s\" (%s) is missing.", name,
+								 spec->name);
 			appendStringInfo(&ddl, "%sADD COLUMN %s %s", ddl.len > 0 ? ", " : "",
 							 quote_identifier(name), spec->ddl);
 			continue;
 		}
 		if (!kind_matches(spec->kind, att->atttypid))
 		{
-			appendStringInfo(&problems, "%sColumn \"%s\"%s is of type %s, not %s.",
-							 problems.len > 0 ? " " : "", name, part, format_type_be(att->atttypid),
-							 kind_name(spec->kind));
+			if (conventional)
+				appendStringInfo(next_problem(&problems), "Column \"%s\" is of type %s, not %s.",
+								 name, format_type_be(att->atttypid), kind_name(spec->kind));
+			else
+				appendStringInfo(next_problem(&problems),
+								 "Column \"%s\" (%s) is of type %s, not %s.", name, spec->name,
+								 format_type_be(att->atttypid), kind_name(spec->kind));
 			appendStringInfo(&ddl, "%sALTER COLUMN %s TYPE %s", ddl.len > 0 ? ", " : "",
 							 quote_identifier(name),
 							 spec->kind == KIND_INTEGER ? "integer" : kind_name(spec->kind));
@@ -416,8 +457,12 @@ check_columns(Relation rel, const char *const names[NUM_TASK_COLS], bool find_op
 		}
 		if (att->attgenerated)
 		{
-			appendStringInfo(&problems, "%sColumn \"%s\"%s is a generated column.",
-							 problems.len > 0 ? " " : "", name, part);
+			if (conventional)
+				appendStringInfo(next_problem(&problems), "Column \"%s\" is a generated column.",
+								 name);
+			else
+				appendStringInfo(next_problem(&problems),
+								 "Column \"%s\" (%s) is a generated column.", name, spec->name);
 			continue;
 		}
 		/*
@@ -427,72 +472,31 @@ check_columns(Relation rel, const char *const names[NUM_TASK_COLS], bool find_op
 		if (i != COL_PRIORITY && i != COL_MAX_ATTEMPTS &&
 			bms_is_member(att->attnum - FirstLowInvalidHeapAttributeNumber, pk_cols))
 		{
-			appendStringInfo(&problems, "%sColumn \"%s\"%s is part of the primary key.",
-							 problems.len > 0 ? " " : "", name, part);
+			if (conventional)
+				appendStringInfo(next_problem(&problems),
+								 "Column \"%s\" is part of the primary key.", name);
+			else
+				appendStringInfo(next_problem(&problems),
+								 "Column \"%s\" (%s) is part of the primary key.", name,
+								 spec->name);
 			in_pk = true;
 		}
 		for (int j = 0; j < i; j++)
 			if (strcmp(NameStr(map->cols[j]), name) == 0)
-				appendStringInfo(&problems, "%sColumn \"%s\" cannot be both %s and %s.",
-								 problems.len > 0 ? " " : "", name, task_cols[j].name, spec->name);
+				appendStringInfo(next_problem(&problems), "Column \"%s\" cannot be both %s and %s.",
+								 name, task_cols[j].name, spec->name);
 		namestrcpy(&map->cols[i], name);
 	}
 	if (no_pk)
-		appendStringInfo(&problems, "%sThe table has no primary key.", problems.len > 0 ? " " : "");
+		appendStringInfoString(next_problem(&problems), "The table has no primary key.");
 	if (problems.len == 0)
 		return;
-
-	if (ddl.len > 0)
-		hint = psprintf("Run ALTER TABLE %s %s%s, or name your own columns with "
-						"fencelock.enable_tasks(..., state_col => ...).",
-						qualname, ddl.data, no_pk ? ", and add a primary key" : "");
-	else if (problems.len > strlen("The table has no primary key."))
-		hint = psprintf("Give each part its own ordinary column of the documented type%s%s.",
-						in_pk ? ", outside the primary key" : "",
-						no_pk ? ", and the table a primary key" : "");
-	else
-		hint = "Add a primary key: claim orders rows by it and the helpers find rows by it.";
 	ereport(ERROR, (errcode(ERRCODE_INVALID_TABLE_DEFINITION),
 					errmsg("table \"%s\" does not follow the task-table convention",
 						   RelationGetRelationName(rel)),
-					errdetail("%s", problems.data), errhint("%s", hint)));
-}
-
-/*
- * The schema of the fencelock extension, found by the extension's OID.  The statements on
- * fencelock.task_tables name it "fencelock" and run as the extension's owner: refuse to run them
- * when that name no longer leads to the extension's own schema (renamed, and another planted).
- */
-static Oid
-extension_schema(void)
-{
-	Oid ext = get_extension_oid("fencelock", false);
-	Oid nsp = InvalidOid;
-	Relation rel;
-	ScanKeyData key;
-	SysScanDesc scan;
-	HeapTuple tuple;
-
-	/* get_extension_schema() is not exported before PostgreSQL 16: read pg_extension. */
-	rel = table_open(ExtensionRelationId, AccessShareLock);
-	ScanKeyInit(&key, Anum_pg_extension_oid, BTEqualStrategyNumber, F_OIDEQ, ObjectIdGetDatum(ext));
-	scan = systable_beginscan(rel, ExtensionOidIndexId, true, NULL, 1, &key);
-	tuple = systable_getnext(scan);
-	if (HeapTupleIsValid(tuple))
-		nsp = ((Form_pg_extension) GETSTRUCT(tuple))->extnamespace;
-	systable_endscan(scan);
-	table_close(rel, AccessShareLock);
-
-	if (!OidIsValid(nsp))
-		elog(ERROR, "cache lookup failed for the schema of extension fencelock");
-	if (get_namespace_oid("fencelock", true) != nsp)
-		ereport(
-			ERROR,
-			(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
-			 errmsg("schema \"fencelock\" is not the schema of extension fencelock"),
-			 errdetail("The extension's objects are in schema \"%s\".", get_namespace_name(nsp)),
-			 errhint("Rename schema \"%s\" back to \"fencelock\".", get_namespace_name(nsp))));
-	return nsp;
+					errdetail_internal("%s", problems.data),
+					errhint_columns(qualname, ddl.data, in_pk, no_pk,
+									problems.len == strlen("The table has no primary key."))));
 }
 
 /*
@@ -510,9 +514,10 @@ task_tables_v030(Oid nsp)
 }
 
 /*
- * Read the table's row of fencelock.task_tables; false when it has none.  *claim_index is the
- * index of the recorded name in the table's schema, if there is one (a name, not a regclass:
- * pg_dump restores the row before it builds the index).
+ * Read the table's row of fencelock.task_tables; false when it has none.  *claim_index (unless
+ * claim_index is NULL) is the index of the recorded name in the table's schema, if there is one (a
+ * name, not a regclass: pg_dump restores the row before it builds the index); only enable_tasks
+ * needs it, to keep or replace the index.
  */
 static bool
 read_map(Oid relid, TaskMap *map, Oid *claim_index)
@@ -523,9 +528,10 @@ read_map(Oid relid, TaskMap *map, Oid *claim_index)
 	bool v030;
 
 	memset(map, 0, sizeof(*map));
-	*claim_index = InvalidOid;
+	if (claim_index != NULL)
+		*claim_index = InvalidOid;
 	values[0] = ObjectIdGetDatum(relid);
-	v030 = task_tables_v030(extension_schema());
+	v030 = task_tables_v030(fl_extension_schema());
 	fl_begin(&session);
 	found = fl_run(v030 ? &map_select : &map_select_020, values, NULL, true) == 1;
 	if (found)
@@ -546,7 +552,7 @@ read_map(Oid relid, TaskMap *map, Oid *claim_index)
 				namestrcpy(&map->cols[i], name);
 		}
 		index = SPI_getvalue(tuple, desc, NUM_TASK_COLS + 1);
-		if (index != NULL)
+		if (index != NULL && claim_index != NULL)
 			*claim_index = get_relname_relid(index, get_rel_namespace(relid));
 		map->backoff_base_s =
 			DatumGetFloat8(SPI_getbinval(tuple, desc, NUM_TASK_COLS + 2, &isnull));
@@ -1241,7 +1247,6 @@ task_table_build(TaskTable *tt)
 {
 	Relation rel;
 	TaskMap map;
-	Oid claim_index;
 	const char *names[NUM_TASK_COLS];
 	SqlParts p;
 	Relation idx;
@@ -1250,11 +1255,9 @@ task_table_build(TaskTable *tt)
 	/* Before any lock: a role that may not update the table must not queue behind its writers. */
 	if (pg_class_aclcheck(tt->relid, GetUserId(), ACL_UPDATE) != ACLCHECK_OK &&
 		pg_attribute_aclcheck_all(tt->relid, GetUserId(), ACL_UPDATE, ACLMASK_ANY) != ACLCHECK_OK)
-		ereport(ERROR, (errcode(ERRCODE_INSUFFICIENT_PRIVILEGE),
-						errmsg("permission denied for table %s", get_rel_name(tt->relid)),
-						errhint("Workers need SELECT and UPDATE on the task table.")));
+		aclcheck_error(ACLCHECK_NO_PRIV, OBJECT_TABLE, get_rel_name(tt->relid));
 	rel = table_open(tt->relid, AccessShareLock);
-	if (!read_map(tt->relid, &map, &claim_index))
+	if (!read_map(tt->relid, &map, NULL))
 		ereport(ERROR,
 				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
 				 errmsg("table \"%s\" is not enabled for claiming", RelationGetRelationName(rel)),
@@ -1415,21 +1418,8 @@ static SPIPlanPtr
 task_plan(TaskTable *tt, TaskStmt stmt, int nargs, const Oid *argtypes)
 {
 	if (tt->plan[stmt] == NULL)
-	{
-		/*
-		 * claim's best plan depends on max_rows (an index scan in claim order for a few rows), so
-		 * it is planned with the call's values every time; the one-row statements use the key.
-		 */
-		SPIPlanPtr plan = SPI_prepare_cursor(tt->sql[stmt], nargs, (Oid *) argtypes,
-											 claim_plan_options(tt, stmt));
-
-		if (plan == NULL)
-			elog(ERROR, "SPI_prepare failed for \"%s\": %s", tt->sql[stmt],
-				 SPI_result_code_string(SPI_result));
-		if (SPI_keepplan(plan) != 0)
-			elog(ERROR, "SPI_keepplan failed");
-		tt->plan[stmt] = plan;
-	}
+		tt->plan[stmt] =
+			fl_keep_plan(tt->sql[stmt], nargs, (Oid *) argtypes, claim_plan_options(tt, stmt));
 	return tt->plan[stmt];
 }
 
@@ -1456,8 +1446,7 @@ task_run(TaskTable *tt, TaskStmt stmt, int nargs, const Oid *argtypes, Datum *va
 		fl_task_own_relid = own;
 	}
 	PG_END_TRY();
-	if (rc < 0)
-		elog(ERROR, "SPI_execute_plan failed for \"%s\": %s", sql, SPI_result_code_string(rc));
+	(void) fl_spi_result(sql, rc);
 	task_table_free_retired(tt);
 	return SPI_processed;
 }
@@ -1500,37 +1489,34 @@ check_result_column(TaskTable *tt, TupleDesc desc, int col, Oid typid, int32 typ
 			 errhint("Retry the call.")));
 }
 
+/* The relation (first column) of every row the last statement returned: the table's own. */
+static void
+check_result_relations(TaskTable *tt)
+{
+	TupleDesc rdesc = SPI_tuptable->tupdesc;
+
+	check_result_column(tt, rdesc, 1, OIDOID, -1);
+	for (uint64 r = 0; r < SPI_processed; r++)
+	{
+		bool isnull;
+
+		check_result_relation(
+			tt, DatumGetObjectId(SPI_getbinval(SPI_tuptable->vals[r], rdesc, 1, &isnull)));
+	}
+}
+
 /* ---------------------------------------------------------------------------------------------
  * Arguments
  * ---------------------------------------------------------------------------------------------
  */
 
-static void
-require_arg(FunctionCallInfo fcinfo, int argno, const char *what, const char *hint)
-{
-	if (PG_ARGISNULL(argno))
-		ereport(ERROR, (errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
-						errmsg("%s must not be null", what), errhint("%s", hint)));
-}
+#define CLAIM_TASKS_HINT                                                                           \
+	"Pass NULL cast to the task table's type, e.g. fencelock.claim(NULL::jobs, worker => 'w-1')."
+#define CLAIM_FENCE_HINT "Pass the fence of the row that claim returned."
 
-static text *
-arg_worker(FunctionCallInfo fcinfo, int argno)
-{
-	text *t;
-
-	require_arg(fcinfo, argno, "worker", "Pass a non-empty text value that names the worker.");
-	t = PG_GETARG_TEXT_PP(argno);
-	if (VARSIZE_ANY_EXHDR(t) == 0)
-		ereport(ERROR,
-				(errcode(ERRCODE_INVALID_PARAMETER_VALUE), errmsg("worker must not be empty"),
-				 errhint("Pass a non-empty text value that names the worker.")));
-	if (VARSIZE_ANY_EXHDR(t) > FENCELOCK_MAX_OWNER_LEN)
-		ereport(ERROR, (errcode(ERRCODE_PROGRAM_LIMIT_EXCEEDED),
-						errmsg("worker is %d bytes long, longer than the limit of %d bytes",
-							   (int) VARSIZE_ANY_EXHDR(t), FENCELOCK_MAX_OWNER_LEN),
-						errhint("Use a shorter worker name.")));
-	return t;
-}
+static const FlTextArg worker_arg = {"worker", FENCELOCK_MAX_OWNER_LEN,
+									 "Pass a non-empty text value that names the worker.",
+									 "Use a shorter worker name."};
 
 /* The task table named by a regclass argument. */
 static TaskTable *
@@ -1538,7 +1524,7 @@ arg_table(FunctionCallInfo fcinfo, int argno)
 {
 	Oid relid;
 
-	require_arg(fcinfo, argno, "tbl", "Pass the task table, e.g. 'jobs'.");
+	fl_arg_not_null(fcinfo, argno, "tbl", "Pass the task table, e.g. 'jobs'.");
 	relid = PG_GETARG_OID(argno);
 	check_relation(relid);
 	return task_table(relid);
@@ -1556,7 +1542,7 @@ arg_id(FunctionCallInfo fcinfo, int argno, TaskTable *tt)
 	bool typbyval;
 	Node *expr;
 
-	require_arg(fcinfo, argno, "id", "Pass the primary key of the task's row.");
+	fl_arg_not_null(fcinfo, argno, "id", "Pass the primary key of the task's row.");
 	if (tt->npk != 1)
 		ereport(ERROR,
 				(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
@@ -1582,30 +1568,6 @@ arg_id(FunctionCallInfo fcinfo, int argno, TaskTable *tt)
 	return ((Const *) expr)->constvalue;
 }
 
-/* A claim's wait: a non-negative interval (capped at a century). */
-static int64
-fl_arg_claim_wait(FunctionCallInfo fcinfo, int argno)
-{
-	int64 us;
-
-	if (!fl_interval_us(PG_GETARG_INTERVAL_P(argno), &us))
-		ereport(ERROR, (errcode(ERRCODE_INVALID_PARAMETER_VALUE), errmsg("wait is out of range"),
-						errhint("Wait at most a few hours; statement_timeout also ends a wait.")));
-	if (us < 0)
-		ereport(ERROR,
-				(errcode(ERRCODE_INVALID_PARAMETER_VALUE), errmsg("wait must not be negative"),
-				 errhint("Pass an interval such as '30 seconds', or leave wait out not to "
-						 "wait.")));
-	return Min(us, (int64) 100 * 365 * USECS_PER_DAY);
-}
-
-static int64
-arg_fence(FunctionCallInfo fcinfo, int argno)
-{
-	require_arg(fcinfo, argno, "fence", "Pass the fence of the row that claim returned.");
-	return PG_GETARG_INT64(argno);
-}
-
 /* ---------------------------------------------------------------------------------------------
  * enable_tasks
  * ---------------------------------------------------------------------------------------------
@@ -1626,6 +1588,7 @@ arg_backoff_policy(FunctionCallInfo fcinfo, int argno, Datum *values)
 
 	if (PG_NARGS() < argno + 3)
 	{
+		/* The 0.2.0 signature: the defaults of 0.3.0's. */
 		base = palloc0(sizeof(Interval));
 		base->time = 10 * USECS_PER_SEC;
 		max = palloc0(sizeof(Interval));
@@ -1633,22 +1596,20 @@ arg_backoff_policy(FunctionCallInfo fcinfo, int argno, Datum *values)
 	}
 	else
 	{
-		require_arg(fcinfo, argno, "backoff_base", "Pass an interval such as '10 seconds'.");
-		require_arg(fcinfo, argno + 1, "backoff_max", "Pass an interval such as '1 hour'.");
-		require_arg(fcinfo, argno + 2, "backoff_jitter", "Pass 'full', 'equal' or 'none'.");
+		base_us = fl_arg_interval(fcinfo, argno, "backoff_base",
+								  "Pass an interval such as '10 seconds', or '0' for no delay.");
+		max_us =
+			fl_arg_interval(fcinfo, argno + 1, "backoff_max", "Pass an interval such as '1 hour'.");
+		fl_arg_not_null(fcinfo, argno + 2, "backoff_jitter", "Pass 'full', 'equal' or 'none'.");
+		if (max_us < base_us || max_us > FL_MAX_WAIT_US)
+			ereport(ERROR,
+					(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+					 errmsg("backoff_max must be an interval from backoff_base up to 100 years"),
+					 errhint("Pass an interval such as '1 hour'.")));
 		base = PG_GETARG_INTERVAL_P(argno);
 		max = PG_GETARG_INTERVAL_P(argno + 1);
 		jitter = text_to_cstring(PG_GETARG_TEXT_PP(argno + 2));
 	}
-	if (!fl_interval_us(base, &base_us) || base_us < 0)
-		ereport(ERROR, (errcode(ERRCODE_INVALID_PARAMETER_VALUE),
-						errmsg("backoff_base must be a non-negative interval"),
-						errhint("Pass an interval such as '10 seconds', or '0' for no delay.")));
-	if (!fl_interval_us(max, &max_us) || max_us < base_us ||
-		max_us > (int64) 100 * 365 * USECS_PER_DAY)
-		ereport(ERROR, (errcode(ERRCODE_INVALID_PARAMETER_VALUE),
-						errmsg("backoff_max must be an interval from backoff_base up to 100 years"),
-						errhint("Pass an interval such as '1 hour'.")));
 	if (strcmp(jitter, "full") != 0 && strcmp(jitter, "equal") != 0 && strcmp(jitter, "none") != 0)
 		ereport(ERROR,
 				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
@@ -1663,10 +1624,7 @@ arg_backoff_policy(FunctionCallInfo fcinfo, int argno, Datum *values)
 static void
 run_ddl(const char *sql)
 {
-	int rc = SPI_execute(sql, false, 0);
-
-	if (rc < 0)
-		elog(ERROR, "SPI_execute failed for \"%s\": %s", sql, SPI_result_code_string(rc));
+	(void) fl_spi_result(sql, SPI_execute(sql, false, 0));
 }
 
 /*
@@ -1722,7 +1680,7 @@ is_claim_index(Oid indexid, Oid relid, const AttrNumber *keys, int nkeys)
 static void
 create_wake_trigger(const char *qualname, const TaskMap *map)
 {
-	char *nsp = get_namespace_name(extension_schema());
+	char *nsp = get_namespace_name(fl_extension_schema());
 	Oid fn = LookupFuncName(list_make2(makeString(nsp), makeString("task_wake")), 0, NULL, true);
 	StringInfoData sql;
 
@@ -1769,7 +1727,7 @@ fencelock_enable_tasks(PG_FUNCTION_ARGS)
 	FlSession session;
 	const char *trigger_fn;
 
-	require_arg(fcinfo, 0, "tbl", "Pass the task table, e.g. 'jobs'.");
+	fl_arg_not_null(fcinfo, 0, "tbl", "Pass the task table, e.g. 'jobs'.");
 	relid = PG_GETARG_OID(0);
 	arg_backoff_policy(fcinfo, NUM_TASK_COLS + 1, &values[3]);
 	for (int i = 0; i < NUM_TASK_COLS; i++)
@@ -1792,9 +1750,7 @@ fencelock_enable_tasks(PG_FUNCTION_ARGS)
 	check_relation(relid);
 	/* Before any lock: a non-owner must not queue behind, and block, the table's writers. */
 	if (!FL_CLASS_OWNERCHECK(relid, GetUserId()))
-		ereport(ERROR, (errcode(ERRCODE_INSUFFICIENT_PRIVILEGE),
-						errmsg("must be owner of table %s", get_rel_name(relid)),
-						errhint("Run fencelock.enable_tasks as the table's owner.")));
+		aclcheck_error(ACLCHECK_NOT_OWNER, OBJECT_TABLE, get_rel_name(relid));
 	/* Serializes enable_tasks on the table, and conflicts with every writer of it. */
 	rel = table_open(relid, ShareRowExclusiveLock);
 	check_columns(rel, names, true, &map);
@@ -1812,11 +1768,10 @@ fencelock_enable_tasks(PG_FUNCTION_ARGS)
 	table_close(rel, NoLock);
 	/* The trigger function by the extension's own schema, whatever now has the name fencelock. */
 	trigger_fn =
-		quote_qualified_identifier(get_namespace_name(extension_schema()), "fence_trigger");
+		quote_qualified_identifier(get_namespace_name(fl_extension_schema()), "fence_trigger");
 
 	/* The DDL runs as the caller, the table's owner. */
-	if (SPI_connect() != SPI_OK_CONNECT)
-		elog(ERROR, "SPI_connect failed");
+	fl_spi_connect();
 	run_ddl(psprintf("CREATE OR REPLACE TRIGGER %s BEFORE UPDATE ON %s FOR EACH ROW EXECUTE "
 					 "FUNCTION %s(%s)",
 					 TASK_TRIGGER_NAME, qualname, trigger_fn,
@@ -1845,8 +1800,7 @@ fencelock_enable_tasks(PG_FUNCTION_ARGS)
 		run_ddl(sql.data);
 		index = get_relname_relid(name, nsp);
 	}
-	if (SPI_finish() != SPI_OK_FINISH)
-		elog(ERROR, "SPI_finish failed");
+	fl_spi_finish();
 
 	/* The trigger just made must be the fence trigger, on the table and on every partition. */
 	CommandCounterIncrement();
@@ -1881,7 +1835,7 @@ fencelock_enable_tasks(PG_FUNCTION_ARGS)
 	values[2] = NameGetDatum(&index_name);
 
 	fl_begin(&session);
-	fl_run(task_tables_v030(extension_schema()) ? &map_upsert : &map_upsert_020, values, NULL,
+	fl_run(task_tables_v030(fl_extension_schema()) ? &map_upsert : &map_upsert_020, values, NULL,
 		   false);
 	fl_run(&map_prune, NULL, NULL, false);
 	fl_end(&session);
@@ -1917,13 +1871,7 @@ claim_check_result(TaskTable *tt, TupleDesc desc, TupleDesc rdesc, bool dead)
 		check_result_column(tt, rdesc, ++col, BOOLOID, -1);
 	if (rdesc->natts != col)
 		check_result_column(tt, rdesc, col + 1, InvalidOid, -1);
-	for (uint64 r = 0; r < SPI_processed; r++)
-	{
-		bool isnull;
-
-		check_result_relation(
-			tt, DatumGetObjectId(SPI_getbinval(SPI_tuptable->vals[r], rdesc, 1, &isnull)));
-	}
+	check_result_relations(tt);
 }
 
 /* A row claim could not raise: a warning that names it. */
@@ -2120,11 +2068,9 @@ claim_attempt(Oid relid, ReturnSetInfo *rsinfo, text *worker, int64 ttl, int32 m
 	{
 		TaskTable *tt = task_table(relid);
 
-		if (SPI_connect() != SPI_OK_CONNECT)
-			elog(ERROR, "SPI_connect failed");
+		fl_spi_connect();
 		claimed = claim_once(tt, rsinfo, worker, ttl, max_rows, row, rownulls, marked);
-		if (SPI_finish() != SPI_OK_FINISH)
-			elog(ERROR, "SPI_finish failed");
+		fl_spi_finish();
 	}
 	PG_CATCH();
 	{
@@ -2212,26 +2158,26 @@ fencelock_claim(PG_FUNCTION_ARGS)
 	int64 wait_us = 0;
 	bool waiting = false;
 
+	if (!OidIsValid(argtype))
+		ereport(ERROR, (errcode(ERRCODE_DATATYPE_MISMATCH),
+						errmsg("fencelock.claim needs a table's row type, not a value of unknown "
+							   "type"),
+						errhint(CLAIM_TASKS_HINT)));
 	if (!OidIsValid(relid))
 		ereport(ERROR, (errcode(ERRCODE_DATATYPE_MISMATCH),
 						errmsg("fencelock.claim needs a table's row type, not %s",
-							   OidIsValid(argtype) ? format_type_be(argtype) : "an unknown type"),
-						errhint("Pass NULL cast to the task table's type, e.g. "
-								"fencelock.claim(NULL::jobs, worker => 'w-1').")));
+							   format_type_be(argtype)),
+						errhint(CLAIM_TASKS_HINT)));
 	check_relation(relid);
-	worker = arg_worker(fcinfo, 1);
+	worker = fl_arg_text(fcinfo, 1, &worker_arg);
 	ttl = fl_arg_ttl(fcinfo, 2);
-	require_arg(fcinfo, 3, "max_rows", "Pass a positive number of rows.");
-	max_rows = PG_GETARG_INT32(3);
-	if (max_rows < 1)
-		ereport(ERROR, (errcode(ERRCODE_INVALID_PARAMETER_VALUE),
-						errmsg("max_rows must be positive, not %d", max_rows),
-						errhint("Pass a positive number of rows.")));
+	max_rows = fl_arg_count(fcinfo, 3, "max_rows", "Pass a positive number of rows.");
 
 	/* wait: NULL (or the 0.2.0 signature without it) does not wait. */
 	if (PG_NARGS() > 4 && !PG_ARGISNULL(4))
 	{
-		wait_us = fl_arg_claim_wait(fcinfo, 4);
+		wait_us = fl_arg_wait(
+			fcinfo, 4, "Pass an interval such as '30 seconds', or leave wait out not to wait.");
 		waiting = wait_us > 0;
 	}
 
@@ -2245,11 +2191,9 @@ fencelock_claim(PG_FUNCTION_ARGS)
 		claim_waiting(relid, rsinfo, worker, ttl, max_rows, wait_us, row, rownulls);
 		return (Datum) 0;
 	}
-	if (SPI_connect() != SPI_OK_CONNECT)
-		elog(ERROR, "SPI_connect failed");
+	fl_spi_connect();
 	(void) claim_once(tt, rsinfo, worker, ttl, max_rows, row, rownulls, &marked);
-	if (SPI_finish() != SPI_OK_FINISH)
-		elog(ERROR, "SPI_finish failed");
+	fl_spi_finish();
 	return (Datum) 0;
 }
 
@@ -2287,18 +2231,24 @@ wrong_fence(TaskTable *tt, Oid tableoid, Datum id, int64 fence, bool stored_null
 						   tt->relname, tt->pkname, key),
 				 errhint("This worker has lost its claim: roll back and stop; do not retry with "
 						 "the same fence.")));
-	ereport(ERROR,
+	if (stored_null)
+		ereport(
+			ERROR,
 			(errcode(ERRCODE_FENCELOCK_STALE_FENCE),
-			 stored_null ? errmsg("fence " INT64_FORMAT " was never issued for the task: it has "
-								  "no fence",
-								  fence)
-						 : errmsg("fence " INT64_FORMAT " was never issued for the task: its "
-								  "fence is " INT64_FORMAT,
-								  fence, stored),
-			 errdetail("Table \"%s\", task (%s)=(%s): heartbeat, complete and fail carry exactly "
-					   "the fence that claim returned.",
+			 errmsg("fence " INT64_FORMAT " was never issued for the task: it has no fence", fence),
+			 errdetail("Table \"%s\", task (%s)=(%s): heartbeat, complete and fail carry "
+					   "exactly the fence that claim returned.",
 					   tt->relname, tt->pkname, key),
 			 errhint("This worker does not hold the task: roll back and stop.")));
+	ereport(
+		ERROR,
+		(errcode(ERRCODE_FENCELOCK_STALE_FENCE),
+		 errmsg("fence " INT64_FORMAT " was never issued for the task: its fence is " INT64_FORMAT,
+				fence, stored),
+		 errdetail("Table \"%s\", task (%s)=(%s): heartbeat, complete and fail carry exactly "
+				   "the fence that claim returned.",
+				   tt->relname, tt->pkname, key),
+		 errhint("This worker does not hold the task: roll back and stop.")));
 }
 
 /*
@@ -2333,12 +2283,9 @@ row_update(TaskTable *tt, TaskStmt stmt, Datum id, int64 fence, Datum *extra,
 	}
 	if (task_run(tt, stmt, 2 + nextra, argtypes, values, nulls) > 0)
 	{
-		rdesc = SPI_tuptable->tupdesc;
-		check_result_column(tt, rdesc, 1, OIDOID, -1);
 		if (stmt == STMT_FAIL)
-			check_result_column(tt, rdesc, 2, tt->state_type, -1);
-		check_result_relation(
-			tt, DatumGetObjectId(SPI_getbinval(SPI_tuptable->vals[0], rdesc, 1, &isnull)));
+			check_result_column(tt, SPI_tuptable->tupdesc, 2, tt->state_type, -1);
+		check_result_relations(tt);
 		return true;
 	}
 
@@ -2368,18 +2315,16 @@ fencelock_heartbeat(PG_FUNCTION_ARGS)
 {
 	TaskTable *tt = arg_table(fcinfo, 0);
 	Datum id = arg_id(fcinfo, 1, tt);
-	int64 fence = arg_fence(fcinfo, 2);
+	int64 fence = fl_arg_fence(fcinfo, 2, CLAIM_FENCE_HINT);
 	int64 ttl = fl_arg_ttl(fcinfo, 3);
 	Datum extra[1];
 	char *state;
 	bool updated;
 
 	extra[0] = TimestampTzGetDatum(GetCurrentTimestamp() + ttl);
-	if (SPI_connect() != SPI_OK_CONNECT)
-		elog(ERROR, "SPI_connect failed");
+	fl_spi_connect();
 	updated = row_update(tt, STMT_HEARTBEAT, id, fence, extra, " ", 1, &state);
-	if (SPI_finish() != SPI_OK_FINISH)
-		elog(ERROR, "SPI_finish failed");
+	fl_spi_finish();
 	PG_RETURN_BOOL(updated);
 }
 
@@ -2388,15 +2333,13 @@ fencelock_complete(PG_FUNCTION_ARGS)
 {
 	TaskTable *tt = arg_table(fcinfo, 0);
 	Datum id = arg_id(fcinfo, 1, tt);
-	int64 fence = arg_fence(fcinfo, 2);
+	int64 fence = fl_arg_fence(fcinfo, 2, CLAIM_FENCE_HINT);
 	char *state;
 	bool updated;
 
-	if (SPI_connect() != SPI_OK_CONNECT)
-		elog(ERROR, "SPI_connect failed");
+	fl_spi_connect();
 	updated = row_update(tt, STMT_COMPLETE, id, fence, NULL, NULL, 0, &state);
-	if (SPI_finish() != SPI_OK_FINISH)
-		elog(ERROR, "SPI_finish failed");
+	fl_spi_finish();
 	/* Already done under this very fence: a retry after a lost reply, answered the same. */
 	PG_RETURN_BOOL(updated || (state != NULL && strcmp(state, "done") == 0));
 }
@@ -2406,7 +2349,7 @@ fencelock_fail(PG_FUNCTION_ARGS)
 {
 	TaskTable *tt = arg_table(fcinfo, 0);
 	Datum id = arg_id(fcinfo, 1, tt);
-	int64 fence = arg_fence(fcinfo, 2);
+	int64 fence = fl_arg_fence(fcinfo, 2, CLAIM_FENCE_HINT);
 	Datum extra[6] = {0};
 	char extra_nulls[6] = {'n', 'n', 'n', 'n', 'n', 'n'};
 	Datum state = (Datum) 0;
@@ -2427,6 +2370,7 @@ fencelock_fail(PG_FUNCTION_ARGS)
 	if (!PG_ARGISNULL(4))
 	{
 		Interval *backoff = PG_GETARG_INTERVAL_P(4);
+		int64 backoff_us;
 
 		if (!tt->has[COL_RUN_AFTER])
 			ereport(ERROR,
@@ -2434,15 +2378,12 @@ fencelock_fail(PG_FUNCTION_ARGS)
 					 errmsg("table \"%s\" has no run_after column for the backoff", tt->relname),
 					 errhint("Add a run_after timestamptz column and run "
 							 "fencelock.enable_tasks again, or pass backoff => NULL.")));
-		if (backoff->time < 0 || backoff->day < 0 || backoff->month < 0)
-			ereport(ERROR, (errcode(ERRCODE_INVALID_PARAMETER_VALUE),
-							errmsg("backoff must not be negative"),
-							errhint("Pass an interval such as '1 minute'.")));
+		backoff_us = fl_arg_interval(fcinfo, 4, "backoff", "Pass an interval such as '1 minute'.");
 		extra[0] =
 			DirectFunctionCall2(timestamptz_pl_interval, TimestampTzGetDatum(GetCurrentTimestamp()),
 								IntervalPGetDatum(backoff));
 		extra_nulls[0] = ' ';
-		ready_later = backoff->time > 0 || backoff->day > 0 || backoff->month > 0;
+		ready_later = backoff_us > 0;
 	}
 	else if (tt->map.backoff_max_s < 0)
 		ready_later = false; /* no policy (0.2.0 objects): run_after stays */
@@ -2457,8 +2398,7 @@ fencelock_fail(PG_FUNCTION_ARGS)
 		memset(extra_nulls + 2, ' ', 4);
 	}
 
-	if (SPI_connect() != SPI_OK_CONNECT)
-		elog(ERROR, "SPI_connect failed");
+	fl_spi_connect();
 	updated = row_update(tt, STMT_FAIL, id, fence, extra, extra_nulls, 6, &old_state);
 	if (updated)
 	{
@@ -2473,8 +2413,7 @@ fencelock_fail(PG_FUNCTION_ARGS)
 																SPI_tuptable->tupdesc, 1, &isnull)),
 								 1, false);
 	}
-	if (SPI_finish() != SPI_OK_FINISH)
-		elog(ERROR, "SPI_finish failed");
+	fl_spi_finish();
 	/* Not running under this fence (done, dead, ready again, or no such row): nothing changed. */
 	if (!updated)
 		PG_RETURN_NULL();
@@ -2502,18 +2441,9 @@ fencelock_purge_tasks(PG_FUNCTION_ARGS)
 	int64 total = 0;
 	uint64 n;
 
-	require_arg(fcinfo, 1, "older_than", "Pass an interval such as '7 days'.");
-	if (!fl_interval_us(PG_GETARG_INTERVAL_P(1), &older_us) || older_us < 0)
-		ereport(ERROR, (errcode(ERRCODE_INVALID_PARAMETER_VALUE),
-						errmsg("older_than must be a non-negative interval"),
-						errhint("Pass an interval such as '7 days'.")));
-	require_arg(fcinfo, 2, "include_dead", "Pass true to delete dead rows too, false not to.");
-	require_arg(fcinfo, 3, "batch_size", "Pass a positive number of rows.");
-	batch = PG_GETARG_INT32(3);
-	if (batch < 1)
-		ereport(ERROR, (errcode(ERRCODE_INVALID_PARAMETER_VALUE),
-						errmsg("batch_size must be positive, not %d", batch),
-						errhint("Pass a positive number of rows, such as 1000.")));
+	older_us = fl_arg_interval(fcinfo, 1, "older_than", "Pass an interval such as '7 days'.");
+	fl_arg_not_null(fcinfo, 2, "include_dead", "Pass true to delete dead rows too, false not to.");
+	batch = fl_arg_count(fcinfo, 3, "batch_size", "Pass a positive number of rows, such as 1000.");
 	if (!tt->has[COL_FINISHED_AT])
 		ereport(ERROR,
 				(errcode(ERRCODE_UNDEFINED_COLUMN),
@@ -2528,26 +2458,16 @@ fencelock_purge_tasks(PG_FUNCTION_ARGS)
 	values[0] = TimestampTzGetDatum(GetCurrentTimestamp() - older_us);
 	values[1] = Int64GetDatum(batch);
 	values[2] = BoolGetDatum(PG_GETARG_BOOL(2));
-	if (SPI_connect() != SPI_OK_CONNECT)
-		elog(ERROR, "SPI_connect failed");
+	fl_spi_connect();
 	do
 	{
 		CHECK_FOR_INTERRUPTS();
 		n = task_run(tt, STMT_PURGE, lengthof(purge_argtypes), purge_argtypes, values, NULL);
 		if (n > 0)
-		{
-			bool isnull;
-
-			check_result_column(tt, SPI_tuptable->tupdesc, 1, OIDOID, -1);
-			for (uint64 r = 0; r < n; r++)
-				check_result_relation(
-					tt, DatumGetObjectId(SPI_getbinval(SPI_tuptable->vals[r], SPI_tuptable->tupdesc,
-													   1, &isnull)));
-		}
+			check_result_relations(tt);
 		total += n;
 	} while (n == (uint64) batch);
-	if (SPI_finish() != SPI_OK_FINISH)
-		elog(ERROR, "SPI_finish failed");
+	fl_spi_finish();
 	PG_RETURN_INT64(total);
 }
 
@@ -2565,7 +2485,7 @@ arg_array(FunctionCallInfo fcinfo, int argno, const char *what, Oid elemtype)
 	Datum d;
 	ArrayType *a;
 
-	require_arg(fcinfo, argno, what, "Pass an array with one element per task.");
+	fl_arg_not_null(fcinfo, argno, what, "Pass an array with one element per task.");
 	d = PG_GETARG_DATUM(argno);
 	if (argtype != target)
 	{
@@ -2592,6 +2512,9 @@ arg_array(FunctionCallInfo fcinfo, int argno, const char *what, Oid elemtype)
 	return a;
 }
 
+static int64 complete_all_count(TaskTable *tt, ArrayType *ids, ArrayType *fences, int n,
+								Oid *argtypes, Datum *values);
+
 /*
  * complete_all(tbl, ids, fences): complete in one statement every row of ids that is running
  * under exactly the fence at the same place in fences; returns how many of the rows are done under
@@ -2609,9 +2532,7 @@ fencelock_complete_all(PG_FUNCTION_ARGS)
 	Oid argtypes[2];
 	Datum values[2];
 	uint64 updated;
-	int64 done = 0;
-	int64 *fence_of;
-	bool *seen;
+	int64 done;
 
 	if (tt->npk != 1)
 		ereport(ERROR,
@@ -2634,27 +2555,30 @@ fencelock_complete_all(PG_FUNCTION_ARGS)
 	values[0] = PointerGetDatum(ids);
 	values[1] = PointerGetDatum(fences);
 
-	if (SPI_connect() != SPI_OK_CONNECT)
-		elog(ERROR, "SPI_connect failed");
+	fl_spi_connect();
 	updated = task_run(tt, STMT_COMPLETE_ALL, 2, argtypes, values, NULL);
 	if (updated > 0)
-	{
-		bool isnull;
+		check_result_relations(tt);
+	if (updated < (uint64) n)
+		done = complete_all_count(tt, ids, fences, n, argtypes, values);
+	else
+		done = n;
+	fl_spi_finish();
+	PG_RETURN_INT64(done);
+}
 
-		check_result_column(tt, SPI_tuptable->tupdesc, 1, OIDOID, -1);
-		for (uint64 r = 0; r < updated; r++)
-			check_result_relation(
-				tt, DatumGetObjectId(
-						SPI_getbinval(SPI_tuptable->vals[r], SPI_tuptable->tupdesc, 1, &isnull)));
-	}
-	if (updated == (uint64) n)
-	{
-		if (SPI_finish() != SPI_OK_FINISH)
-			elog(ERROR, "SPI_finish failed");
-		PG_RETURN_INT64(n);
-	}
+/*
+ * After complete_all updated fewer rows than it was given: raise FL001 for a row under another
+ * fence, else count the rows that are done (also those that were already: a retry).
+ */
+static int64
+complete_all_count(TaskTable *tt, ArrayType *ids, ArrayType *fences, int n, Oid *argtypes,
+				   Datum *values)
+{
+	int64 done = 0;
+	int64 *fence_of;
+	bool *seen;
 
-	/* Some rows were not updated: any with another fence is an error; count those done. */
 	fence_of = palloc(n * sizeof(int64));
 	seen = palloc0(n * sizeof(bool));
 	{
@@ -2711,7 +2635,5 @@ fencelock_complete_all(PG_FUNCTION_ARGS)
 			}
 		}
 	}
-	if (SPI_finish() != SPI_OK_FINISH)
-		elog(ERROR, "SPI_finish failed");
-	PG_RETURN_INT64(done);
+	return done;
 }

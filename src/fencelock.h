@@ -6,6 +6,7 @@
 
 #include "postgres.h"
 
+#include "args.h"
 #include "compat.h"
 #include "shmem.h"
 #include "executor/spi.h"
@@ -64,6 +65,13 @@ extern uint64 fl_run(FlStmt *stmt, Datum *values, const char *nulls, bool read_o
 extern uint64 fl_run_latest(FlStmt *stmt, Datum *values, const char *nulls);
 extern bool fl_run_or_undo(FlStmt *stmt, Datum *values, const char *nulls);
 extern int64 fl_get_int64(uint64 row, int col, bool *isnull);
+extern Oid fl_extension_schema(void);
+
+/* asowner.c: SPI for statements that are not FlStmts (claim.c's, run as the caller) */
+extern SPIPlanPtr fl_keep_plan(const char *sql, int nargs, Oid *argtypes, int cursor_options);
+extern uint64 fl_spi_result(const char *sql, int rc);
+extern void fl_spi_connect(void);
+extern void fl_spi_finish(void);
 
 /* asowner.c: an internal subtransaction, as PL/pgSQL runs an EXCEPTION block */
 typedef struct FlSubxact
@@ -74,12 +82,6 @@ typedef struct FlSubxact
 
 extern void fl_subxact_begin(FlSubxact *x);
 extern void fl_subxact_end(FlSubxact *x, bool commit);
-
-/* lease.c: argument checks shared by the lease functions */
-extern text *fl_arg_resource(FunctionCallInfo fcinfo, int argno);
-extern text *fl_arg_owner(FunctionCallInfo fcinfo, int argno);
-extern int64 fl_arg_ttl(FunctionCallInfo fcinfo, int argno);
-extern bool fl_interval_us(const Interval *iv, int64 *us);
 
 /*
  * The SQL entry points of each version of the extension's scripts: a database keeps its

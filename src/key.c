@@ -23,11 +23,8 @@ fencelock_key(PG_FUNCTION_ARGS)
 	int n;
 	StringInfoData buf;
 
-	if (PG_ARGISNULL(0))
-		ereport(ERROR,
-				(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED), errmsg("key parts must not be null"),
-				 errhint("Pass one or more text parts, e.g. fencelock.key('tenant-1', "
-						 "'order', '42').")));
+	fl_arg_not_null(fcinfo, 0, "parts",
+					"Pass one or more text parts, e.g. fencelock.key('tenant-1', 'order', '42').");
 	parts = PG_GETARG_ARRAYTYPE_P(0);
 	if (ARR_NDIM(parts) > 1)
 		ereport(ERROR, (errcode(ERRCODE_INVALID_PARAMETER_VALUE),

@@ -10,7 +10,6 @@
 #include "access/xact.h"
 #include "access/xlog.h"
 #include "catalog/pg_type.h"
-#include "common/int.h"
 #include "fencelock.h"
 #include "leasebound.h"
 #include "leaserow.h"
@@ -62,9 +61,8 @@ static FlStmt acquire_insert = {
 	{TEXTOID, TEXTOID, TIMESTAMPTZOID, TIMESTAMPTZOID, INT8OID, NAMEOID}};
 
 /*
- * API 0.2.0 grants also record how the lease was granted (lease.granted_how: n new resource,
- * r after a release, e after the same owner's lease expired, t taken over after another owner's
- * lease expired) and honour lock_delay ($7, the granting session's fencelock.lock_delay, kept in
+ * FL_API_0_2 grants also record how the lease was granted (lease.granted_how, an FlGrantedHow;
+ * these statements spell its letters out) and honour lock_delay ($7, the granting session's fencelock.lock_delay, kept in
  * the row: a lease that expired without a release stays ungrantable to another owner for that
  * long after its deadline).
  */
@@ -214,101 +212,6 @@ static FlStmt purge_one[2] = {
 	{PURGE_ONE(PURGEABLE_V2), 3, {TIMESTAMPTZOID, TIMESTAMPTZOID, TEXTOID}}};
 static FlStmt purge_list[2] = {{PURGE_LIST(PURGEABLE_V1), 2, {TIMESTAMPTZOID, TIMESTAMPTZOID}},
 							   {PURGE_LIST(PURGEABLE_V2), 2, {TIMESTAMPTZOID, TIMESTAMPTZOID}}};
-
-/* Argument checks: every one runs before anything is written. */
-
-static text *
-fl_arg_text(FunctionCallInfo fcinfo, int argno, const char *what, int maxlen)
-{
-	text *t;
-
-	if (PG_ARGISNULL(argno))
-		ereport(ERROR,
-				(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED), errmsg("%s must not be null", what),
-				 errhint("Pass a non-empty text value.")));
-	t = PG_GETARG_TEXT_PP(argno);
-	if (VARSIZE_ANY_EXHDR(t) == 0)
-		ereport(ERROR,
-				(errcode(ERRCODE_INVALID_PARAMETER_VALUE), errmsg("%s must not be empty", what),
-				 errhint("Pass a non-empty text value.")));
-	if (VARSIZE_ANY_EXHDR(t) > maxlen)
-		ereport(ERROR,
-				(errcode(ERRCODE_PROGRAM_LIMIT_EXCEEDED),
-				 errmsg("%s is %d bytes long, longer than the limit of %d bytes", what,
-						(int) VARSIZE_ANY_EXHDR(t), maxlen),
-				 errhint("Use a shorter value; fencelock.key() builds compact resource keys.")));
-	return t;
-}
-
-text *
-fl_arg_resource(FunctionCallInfo fcinfo, int argno)
-{
-	return fl_arg_text(fcinfo, argno, "resource", FENCELOCK_MAX_RESOURCE_LEN);
-}
-
-text *
-fl_arg_owner(FunctionCallInfo fcinfo, int argno)
-{
-	return fl_arg_text(fcinfo, argno, "owner", FENCELOCK_MAX_OWNER_LEN);
-}
-
-/*
- * An interval in microseconds, a month counting as 30 days as in EXTRACT(EPOCH FROM interval);
- * false when it is infinite or does not fit.
- */
-bool
-fl_interval_us(const Interval *iv, int64 *us)
-{
-	int64 days_us;
-	int64 months_us;
-
-	return FL_INTERVAL_IS_FINITE(iv) &&
-		   !pg_mul_s64_overflow((int64) iv->day, USECS_PER_DAY, &days_us) &&
-		   !pg_mul_s64_overflow((int64) iv->month, DAYS_PER_MONTH * USECS_PER_DAY, &months_us) &&
-		   !pg_add_s64_overflow(iv->time, days_us, us) && !pg_add_s64_overflow(*us, months_us, us);
-}
-
-/* A ttl in microseconds. */
-int64
-fl_arg_ttl(FunctionCallInfo fcinfo, int argno)
-{
-	Interval *iv;
-	int64 us;
-
-	if (PG_ARGISNULL(argno))
-		ereport(ERROR, (errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED), errmsg("ttl must not be null"),
-						errhint("Pass a positive interval such as '30 seconds'.")));
-	iv = PG_GETARG_INTERVAL_P(argno);
-	/* The sign of an interval too large for microseconds: from a floating-point sum. */
-	if (!fl_interval_us(iv, &us))
-		us = ((double) iv->time + (double) iv->day * USECS_PER_DAY +
-			  (double) iv->month * DAYS_PER_MONTH * USECS_PER_DAY) < 0
-				 ? PG_INT64_MIN
-				 : PG_INT64_MAX;
-	if (us <= 0)
-		ereport(ERROR,
-				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
-				 errmsg("ttl %s is not positive",
-						DatumGetCString(DirectFunctionCall1(interval_out, IntervalPGetDatum(iv)))),
-				 errhint("Pass a positive interval such as '30 seconds'.")));
-	if (us > (int64) fencelock_max_ttl_s * USECS_PER_SEC)
-		ereport(ERROR,
-				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
-				 errmsg("ttl %s is longer than fencelock.max_ttl (%d s)",
-						DatumGetCString(DirectFunctionCall1(interval_out, IntervalPGetDatum(iv))),
-						fencelock_max_ttl_s),
-				 errhint("Renew a shorter lease instead, or raise fencelock.max_ttl.")));
-	return us;
-}
-
-static int64
-fl_arg_fence(FunctionCallInfo fcinfo, int argno)
-{
-	if (PG_ARGISNULL(argno))
-		ereport(ERROR, (errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED), errmsg("fence must not be null"),
-						errhint("Pass the fence that acquire returned.")));
-	return PG_GETARG_INT64(argno);
-}
 
 /* The lowest fence a grant on this server's timeline may carry, less one. */
 int64
@@ -790,7 +693,7 @@ Datum
 fencelock_assert_fence(PG_FUNCTION_ARGS)
 {
 	text *resource = fl_arg_resource(fcinfo, 0);
-	int64 fence = fl_arg_fence(fcinfo, 1);
+	int64 fence = fl_arg_fence(fcinfo, 1, "Pass the fence that acquire returned.");
 	int64 current;
 
 	bool found = fl_read_fence(resource, true, &current);
@@ -883,16 +786,15 @@ fl_purge_sql(FunctionCallInfo fcinfo, FlApi api)
 	FlSession session;
 	int64 purged;
 
-	if (PG_ARGISNULL(0))
-		ereport(ERROR, (errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED), errmsg("idle must not be null"),
-						errhint("Pass an interval such as '1 day'.")));
+	(void) fl_arg_interval(fcinfo, 0, "idle", "Pass an interval such as '1 day'.");
 	idle = PG_GETARG_INTERVAL_P(0);
-	if (idle->time < 0 || idle->day < 0 || idle->month < 0)
-		ereport(ERROR,
-				(errcode(ERRCODE_INVALID_PARAMETER_VALUE), errmsg("idle must not be negative"),
-				 errhint("Pass an interval such as '1 day'.")));
+	/*
+	 * Subtracted in calendar terms ('1 month' is a month back), which for an interval of mixed
+	 * signs may land after now: a held lease would then be purgeable.  The cutoff never is.
+	 */
 	cutoff = DatumGetTimestampTz(DirectFunctionCall2(
 		timestamptz_mi_interval, TimestampTzGetDatum(now), IntervalPGetDatum(idle)));
+	cutoff = Min(cutoff, now);
 	values[0] = TimestampTzGetDatum(cutoff);
 	values[1] = TimestampTzGetDatum(now);
 

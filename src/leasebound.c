@@ -3,10 +3,10 @@
  * lease's latest fence, not against the fence stored in the row.
  *
  * The first lease-bound write of a transaction under a lease reads the lease row with FOR SHARE
- * (as the extension's owner, through asowner.c): a grant updates that row, so no takeover can commit
- * while this transaction is open, and a takeover that committed first is seen.  The fence shown
- * is then remembered for the rest of the transaction, so later rows under the same lease cost a
- * hash lookup.  fencelock.assert_fence records its fence here too.
+ * (as the extension's owner, through asowner.c): a grant updates that row, so no takeover can
+ * commit while this transaction is open, and a takeover that committed first is seen.  The fence
+ * shown is then remembered for the rest of the transaction, so later rows under the same lease cost
+ * a hash lookup.  fencelock.assert_fence records its fence here too.
  *
  * A row lock taken inside a subtransaction that rolls back is released with it; so are the
  * entries made in that subtransaction or below it.  Subtransaction ids grow within a transaction,
@@ -326,18 +326,42 @@ fl_check_lease_write(Relation rel, AttrNumber attnum, const char *lease, int64 f
 	remember(lease, latest);
 }
 
+/*
+ * One complete message per kind of write (not a verb phrase put into a sentence), in the style
+ * of PostgreSQL's errdetail_relkind_not_supported.
+ */
+int
+fl_errmsg_unfenced(FlWrite write, Relation rel)
+{
+	const char *table = RelationGetRelationName(rel);
+
+	switch (write)
+	{
+		case FL_WRITE_INSERT:
+			return errmsg("insert into table \"%s\" carries no fence", table);
+		case FL_WRITE_UPDATE:
+			return errmsg("update of table \"%s\" carries no fence", table);
+		case FL_WRITE_DELETE:
+			return errmsg("delete from table \"%s\" carries no fence", table);
+		case FL_WRITE_TRUNCATE:
+			return errmsg("truncate of table \"%s\" carries no fence", table);
+	}
+	return 0;
+}
+
 void
-fl_check_lease_shown(Relation rel, AttrNumber attnum, const char *lease, const char *what)
+fl_check_lease_shown(Relation rel, AttrNumber attnum, const char *lease, FlWrite write)
 {
 	if (lookup(lease) != NULL)
 		return;
 	fl_count_table(RelationGetRelid(rel), false);
 	if (fencelock_log_level >= 0)
-		ereport(fencelock_log_level, (errmsg("unfenced %s table \"%s\" under lease \"%s\" refused",
-											 what, RelationGetRelationName(rel), lease)));
+		ereport(
+			fencelock_log_level,
+			(fl_errmsg_unfenced(write, rel),
+			 errdetail("This transaction has not shown the latest fence of lease \"%s\".", lease)));
 	ereport(ERROR,
-			(errcode(ERRCODE_FENCELOCK_UNFENCED),
-			 errmsg("%s table \"%s\" carries no fence", what, RelationGetRelationName(rel)),
+			(errcode(ERRCODE_FENCELOCK_UNFENCED), fl_errmsg_unfenced(write, rel),
 			 errdetail("This transaction has not shown the latest fence of lease \"%s\".", lease),
 			 errhint("Call fencelock.assert_fence for the lease, or write a row under it with its "
 					 "fence, earlier in the same transaction."),

@@ -509,15 +509,10 @@ fencelock_task_waiters(PG_FUNCTION_ARGS)
 	int32 waiting = 0;
 	uint64 wakeups;
 
-	if (PG_ARGISNULL(0))
-		ereport(ERROR, (errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED), errmsg("tbl must not be null"),
-						errhint("Pass the task table, e.g. 'jobs'.")));
+	fl_arg_not_null(fcinfo, 0, "tbl", "Pass the task table, e.g. 'jobs'.");
+	fl_shmem_require("fencelock.task_waiters");
 	if (task_waiters == NULL)
-		ereport(ERROR,
-				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
-				 errmsg("fencelock must be loaded via shared_preload_libraries to count waiting "
-						"claims"),
-				 errhint("Add fencelock to shared_preload_libraries and restart the server.")));
+		elog(ERROR, "fencelock's task waits are not in shared memory");
 	relid = PG_GETARG_OID(0);
 	if (get_call_result_type(fcinfo, NULL, &desc) != TYPEFUNC_COMPOSITE)
 		elog(ERROR, "return type must be a row type");

@@ -146,18 +146,9 @@ check_firing_lease(TriggerData *trigdata)
 				 trigdata->tg_trigger->tgname, RelationGetRelationName(trigdata->tg_relation))));
 }
 
-pg_noreturn static void bad_option(Trigger *tg, Relation rel, const char *msg, const char *detail);
-
-static void
-bad_option(Trigger *tg, Relation rel, const char *msg, const char *detail)
-{
-	ereport(ERROR, (errcode(ERRCODE_INVALID_PARAMETER_VALUE),
-					errmsg("%s in trigger \"%s\" on table \"%s\"", msg, tg->tgname,
-						   RelationGetRelationName(rel)),
-					detail ? errdetail("%s", detail) : 0,
-					errhint("The options after the column name are \"strict\", \"allow_unfenced\", "
-							"\"lease=NAME\" and \"lease_column=COLUMN\".")));
-}
+#define OPTIONS_HINT                                                                               \
+	"The options after the column name are \"strict\", \"allow_unfenced\", \"lease=NAME\" and "    \
+	"\"lease_column=COLUMN\"."
 
 /* lease_column=COL: an existing text or varchar column. */
 static AttrNumber
@@ -208,14 +199,28 @@ resolve_options(FenceTrigger *ft, Trigger *tg, Relation rel)
 			const char *value = strchr(arg, '=') + 1;
 
 			if (ft->mode != MODE_ROW)
-				bad_option(tg, rel, "more than one lease option",
-						   "A table is bound either to one lease (lease=) or to the lease each row "
-						   "names (lease_column=), once.");
+				ereport(ERROR,
+						(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+						 errmsg("trigger \"%s\" on table \"%s\" has more than one lease option",
+								tg->tgname, RelationGetRelationName(rel)),
+						 errdetail("A table is bound either to one lease (lease=) or to the lease "
+								   "each row names (lease_column=), once."),
+						 errhint(OPTIONS_HINT)));
+			/* The option's name is a keyword, not prose: it may be put into the message. */
 			if (value[0] == '\0')
-				bad_option(tg, rel,
-						   by_column ? "empty lease_column= option" : "empty lease= option", NULL);
+				ereport(ERROR, (errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+								errmsg("trigger \"%s\" on table \"%s\" has an empty %s option",
+									   tg->tgname, RelationGetRelationName(rel),
+									   by_column ? OPT_LEASE_COLUMN : OPT_LEASE),
+								errhint(OPTIONS_HINT)));
 			if (!by_column && strlen(value) > FENCELOCK_MAX_RESOURCE_LEN)
-				bad_option(tg, rel, "lease name longer than the limit of 1024 bytes", NULL);
+				ereport(
+					ERROR,
+					(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+					 errmsg("trigger \"%s\" on table \"%s\" names a lease longer than the "
+							"limit of %d bytes",
+							tg->tgname, RelationGetRelationName(rel), FENCELOCK_MAX_RESOURCE_LEN),
+					 errhint(OPTIONS_HINT)));
 			ft->mode = by_column ? MODE_LEASE_COLUMN : MODE_LEASE;
 			if (by_column)
 				lease_column = value;
@@ -226,15 +231,18 @@ resolve_options(FenceTrigger *ft, Trigger *tg, Relation rel)
 			ereport(ERROR, (errcode(ERRCODE_INVALID_PARAMETER_VALUE),
 							errmsg("unknown option \"%s\" for trigger \"%s\" on table \"%s\"", arg,
 								   tg->tgname, RelationGetRelationName(rel)),
-							errhint("The options after the column name are \"strict\", "
-									"\"allow_unfenced\", \"lease=NAME\" and "
-									"\"lease_column=COLUMN\".")));
+							errhint(OPTIONS_HINT)));
 	}
 	if (ft->strict && ft->mode != MODE_ROW)
-		bad_option(tg, rel, "option \"strict\" contradicts the lease option",
-				   "\"strict\" compares a write's fence with the fence stored in the row; a "
-				   "lease-bound table compares it with the lease's latest fence, which every "
-				   "write of the holder carries.");
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("option \"strict\" contradicts the lease option in trigger \"%s\" on "
+						"table \"%s\"",
+						tg->tgname, RelationGetRelationName(rel)),
+				 errdetail("\"strict\" compares a write's fence with the fence stored in the row; "
+						   "a lease-bound table compares it with the lease's latest fence, which "
+						   "every write of the holder carries."),
+				 errhint(OPTIONS_HINT)));
 	if (lease_column != NULL)
 		ft->lease_attnum = resolve_lease_column(tg, rel, lease_column);
 }
@@ -321,26 +329,28 @@ fence_value(Datum d, Oid typid)
 	}
 }
 
-pg_noreturn static void reject_unfenced(Relation rel, FenceTrigger *ft, const char *what,
+pg_noreturn static void reject_unfenced(Relation rel, FenceTrigger *ft, FlWrite write,
 										const char *why);
 
-/* FL002.  WHAT names the write: "update of", "insert into", "delete from", "truncate of". */
+/* FL002, for a write of the given kind; WHY is the detail, a full sentence. */
 static void
-reject_unfenced(Relation rel, FenceTrigger *ft, const char *what, const char *why)
+reject_unfenced(Relation rel, FenceTrigger *ft, FlWrite write, const char *why)
 {
 	fl_count_table(RelationGetRelid(rel), false);
 	if (fencelock_log_level >= 0)
-		ereport(fencelock_log_level, (errmsg("unfenced %s table \"%s\" refused: %s", what,
-											 RelationGetRelationName(rel), why)));
-	ereport(ERROR,
-			(errcode(ERRCODE_FENCELOCK_UNFENCED),
-			 errmsg("%s table \"%s\" carries no fence", what, RelationGetRelationName(rel)),
-			 errdetail("%s", why),
-			 errhint(ft->mode == MODE_ROW
-						 ? "Set column \"%s\" to the fence of the lease this write is made under."
-						 : "Set column \"%s\" to the latest fence of the table's lease.",
-					 NameStr(ft->column)),
-			 errtablecol(rel, ft->attnum)));
+		ereport(fencelock_log_level, (fl_errmsg_unfenced(write, rel), errdetail("%s", why)));
+	if (ft->mode == MODE_ROW)
+		ereport(ERROR, (errcode(ERRCODE_FENCELOCK_UNFENCED), fl_errmsg_unfenced(write, rel),
+						errdetail("%s", why),
+						errhint("Set column \"%s\" to the fence of the lease this write is made "
+								"under.",
+								NameStr(ft->column)),
+						errtablecol(rel, ft->attnum)));
+	ereport(ERROR, (errcode(ERRCODE_FENCELOCK_UNFENCED), fl_errmsg_unfenced(write, rel),
+					errdetail("%s", why),
+					errhint("Set column \"%s\" to the latest fence of the table's lease.",
+							NameStr(ft->column)),
+					errtablecol(rel, ft->attnum)));
 }
 
 #define MERGE_WHY                                                                                  \
@@ -376,13 +386,13 @@ update_unassigned(TriggerData *trigdata, FenceTrigger *ft)
 
 /* The fence a new row carries; FL002 when NULL. */
 static int64
-new_fence(Relation rel, FenceTrigger *ft, HeapTuple tuple, const char *what)
+new_fence(Relation rel, FenceTrigger *ft, HeapTuple tuple, FlWrite write)
 {
 	bool isnull;
 	Datum d = heap_getattr(tuple, ft->attnum, RelationGetDescr(rel), &isnull);
 
 	if (isnull)
-		reject_unfenced(rel, ft, what, "The new fence is NULL.");
+		reject_unfenced(rel, ft, write, "The new fence is NULL.");
 	return fence_value(d, ft->typid);
 }
 
@@ -402,9 +412,9 @@ row_update(TriggerData *trigdata, FenceTrigger *ft)
 	{
 		if (ft->allow_unfenced)
 			return PointerGetDatum(newtuple);
-		reject_unfenced(rel, ft, "update of", why);
+		reject_unfenced(rel, ft, FL_WRITE_UPDATE, why);
 	}
-	fence = new_fence(rel, ft, newtuple, "update of");
+	fence = new_fence(rel, ft, newtuple, FL_WRITE_UPDATE);
 
 	d = heap_getattr(trigdata->tg_trigtuple, ft->attnum, RelationGetDescr(rel), &isnull);
 	if (isnull)
@@ -419,18 +429,28 @@ row_update(TriggerData *trigdata, FenceTrigger *ft)
 					(errmsg("stale fence " INT64_FORMAT
 							" refused by table \"%s\" (stored fence " INT64_FORMAT ")",
 							fence, RelationGetRelationName(rel), stored)));
-		ereport(
-			ERROR,
-			(errcode(ERRCODE_FENCELOCK_STALE_FENCE),
-			 errmsg(fence < stored
-						? "fence " INT64_FORMAT " is older than the stored fence " INT64_FORMAT
-						: "fence " INT64_FORMAT " is not newer than the stored fence " INT64_FORMAT,
-					fence, stored),
-			 errdetail("Table \"%s\", column \"%s\": a newer lease holder has written this row.",
-					   RelationGetRelationName(rel), NameStr(ft->column)),
-			 errhint("This writer has lost its lease: roll back and stop; do not retry with "
-					 "the same fence."),
-			 errtablecol(rel, ft->attnum)));
+		if (fence < stored)
+			ereport(ERROR,
+					(errcode(ERRCODE_FENCELOCK_STALE_FENCE),
+					 errmsg("fence " INT64_FORMAT " is older than the stored fence " INT64_FORMAT,
+							fence, stored),
+					 errdetail("Table \"%s\", column \"%s\": a newer lease holder has written this "
+							   "row.",
+							   RelationGetRelationName(rel), NameStr(ft->column)),
+					 errhint("This writer has lost its lease: roll back and stop; do not retry "
+							 "with the same fence."),
+					 errtablecol(rel, ft->attnum)));
+		/* 'strict' and the same fence: the row already carries it. */
+		ereport(ERROR,
+				(errcode(ERRCODE_FENCELOCK_STALE_FENCE),
+				 errmsg("fence " INT64_FORMAT " is not newer than the stored fence " INT64_FORMAT,
+						fence, stored),
+				 errdetail("Table \"%s\", column \"%s\": the row already carries this fence, and "
+						   "the trigger's \"strict\" option accepts only a newer one.",
+						   RelationGetRelationName(rel), NameStr(ft->column)),
+				 errhint("Write the row once per grant: take a new grant before writing it again, "
+						 "or drop \"strict\" from the trigger's arguments."),
+				 errtablecol(rel, ft->attnum)));
 	}
 	return PointerGetDatum(newtuple);
 }
@@ -440,7 +460,7 @@ row_update(TriggerData *trigdata, FenceTrigger *ft)
  * The result is LEASE or a palloc'd string.
  */
 static const char *
-row_lease(Relation rel, FenceTrigger *ft, const char *lease, HeapTuple tuple, const char *what)
+row_lease(Relation rel, FenceTrigger *ft, const char *lease, HeapTuple tuple, FlWrite write)
 {
 	bool isnull;
 	Datum d;
@@ -449,7 +469,7 @@ row_lease(Relation rel, FenceTrigger *ft, const char *lease, HeapTuple tuple, co
 		return lease;
 	d = heap_getattr(tuple, ft->lease_attnum, RelationGetDescr(rel), &isnull);
 	if (isnull)
-		reject_unfenced(rel, ft, what,
+		reject_unfenced(rel, ft, write,
 						psprintf("Lease column \"%s\" is NULL: the row names no lease.",
 								 get_attname(ft->relid, ft->lease_attnum, false)));
 	return TextDatumGetCString(d);
@@ -465,25 +485,25 @@ lease_write(TriggerData *trigdata, FenceTrigger *ft, const char *lease)
 	if (TRIGGER_FIRED_BY_TRUNCATE(ev))
 	{
 		if (ft->mode == MODE_LEASE_COLUMN)
-			reject_unfenced(rel, ft, "truncate of",
+			reject_unfenced(rel, ft, FL_WRITE_TRUNCATE,
 							"The table names its lease per row; a TRUNCATE cannot show them.");
-		fl_check_lease_shown(rel, ft->attnum, lease, "truncate of");
+		fl_check_lease_shown(rel, ft->attnum, lease, FL_WRITE_TRUNCATE);
 		return PointerGetDatum(NULL);
 	}
 	if (TRIGGER_FIRED_BY_DELETE(ev))
 	{
 		HeapTuple old = trigdata->tg_trigtuple;
 
-		fl_check_lease_shown(rel, ft->attnum, row_lease(rel, ft, lease, old, "delete from"),
-							 "delete from");
+		fl_check_lease_shown(rel, ft->attnum, row_lease(rel, ft, lease, old, FL_WRITE_DELETE),
+							 FL_WRITE_DELETE);
 		return PointerGetDatum(old);
 	}
 	if (TRIGGER_FIRED_BY_INSERT(ev))
 	{
 		HeapTuple tuple = trigdata->tg_trigtuple;
-		int64 fence = new_fence(rel, ft, tuple, "insert into");
+		int64 fence = new_fence(rel, ft, tuple, FL_WRITE_INSERT);
 
-		fl_check_lease_write(rel, ft->attnum, row_lease(rel, ft, lease, tuple, "insert into"),
+		fl_check_lease_write(rel, ft->attnum, row_lease(rel, ft, lease, tuple, FL_WRITE_INSERT),
 							 fence);
 		return PointerGetDatum(tuple);
 	}
@@ -498,26 +518,26 @@ lease_write(TriggerData *trigdata, FenceTrigger *ft, const char *lease)
 		if (why != NULL)
 		{
 			if (!ft->allow_unfenced)
-				reject_unfenced(rel, ft, "update of", why);
-			old_lease = row_lease(rel, ft, lease, old, "update of");
-			fl_check_lease_shown(rel, ft->attnum, old_lease, "update of");
-			new_lease = row_lease(rel, ft, lease, tuple, "update of");
+				reject_unfenced(rel, ft, FL_WRITE_UPDATE, why);
+			old_lease = row_lease(rel, ft, lease, old, FL_WRITE_UPDATE);
+			fl_check_lease_shown(rel, ft->attnum, old_lease, FL_WRITE_UPDATE);
+			new_lease = row_lease(rel, ft, lease, tuple, FL_WRITE_UPDATE);
 			if (strcmp(old_lease, new_lease) != 0)
-				fl_check_lease_shown(rel, ft->attnum, new_lease, "update of");
+				fl_check_lease_shown(rel, ft->attnum, new_lease, FL_WRITE_UPDATE);
 		}
 		else
 		{
-			int64 fence = new_fence(rel, ft, tuple, "update of");
+			int64 fence = new_fence(rel, ft, tuple, FL_WRITE_UPDATE);
 
-			new_lease = row_lease(rel, ft, lease, tuple, "update of");
+			new_lease = row_lease(rel, ft, lease, tuple, FL_WRITE_UPDATE);
 			fl_check_lease_write(rel, ft->attnum, new_lease, fence);
 			/* A row moved from another lease leaves it: as a DELETE from that lease. */
 			if (ft->mode == MODE_LEASE_COLUMN &&
 				!heap_attisnull(old, ft->lease_attnum, RelationGetDescr(rel)))
 			{
-				old_lease = row_lease(rel, ft, lease, old, "update of");
+				old_lease = row_lease(rel, ft, lease, old, FL_WRITE_UPDATE);
 				if (strcmp(old_lease, new_lease) != 0)
-					fl_check_lease_shown(rel, ft->attnum, old_lease, "update of");
+					fl_check_lease_shown(rel, ft->attnum, old_lease, FL_WRITE_UPDATE);
 			}
 		}
 		return PointerGetDatum(tuple);

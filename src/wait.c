@@ -7,7 +7,7 @@
  *
  * Every call works in rounds: one attempt at each resource in canonical order, inside a
  * subtransaction that is rolled back unless every resource was granted, so a waiter sleeps
- * holding no grant and no row lock of its own.  With shared memory (shmem.c), waiters queue per
+ * holding no grant and no row lock of its own.  With shared memory (waitqueue.c), waiters queue per
  * resource and only the oldest one tries, woken by a release or by its own timer at the holder's
  * deadline; without it, each waiter polls with a jittered backoff capped by the holder's
  * remaining lease.  A sleeping waiter checks that its client is still connected.
@@ -16,7 +16,6 @@
 
 #include "access/xact.h"
 #include "catalog/pg_type.h"
-#include "common/int.h"
 #include "common/pg_prng.h"
 #include "fencelock.h"
 #include "miscadmin.h"
@@ -37,6 +36,12 @@ PG_FUNCTION_INFO_V1(fencelock_release_all);
 /* How often a sleeping waiter looks whether its client is still there. */
 #define FL_CHECK_CLIENT_MS 200
 #define FL_MAX_RESOURCES   1000
+
+#define FL_WAIT_HINT "Pass an interval such as '5 seconds', or '0' not to wait."
+
+static const FlTextArg resources_arg = {
+	"resources", FENCELOCK_MAX_RESOURCE_LEN, "Pass an array of non-empty resource names.",
+	"Use shorter resource names; fencelock.key() builds compact resource keys."};
 
 /* $1 resource, $2 owner, $3 now */
 static FlStmt holds_select = {
@@ -59,26 +64,6 @@ fl_holds(text *resource, text *owner)
 	holds = fl_run(&holds_select, values, NULL, true) == 1;
 	fl_end(&session);
 	return holds;
-}
-
-static int64
-fl_arg_wait(FunctionCallInfo fcinfo, int argno)
-{
-	int64 us;
-
-	if (PG_ARGISNULL(argno))
-		ereport(ERROR, (errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED), errmsg("wait must not be null"),
-						errhint("Pass an interval such as '5 seconds', or '0' not to wait.")));
-	if (!fl_interval_us(PG_GETARG_INTERVAL_P(argno), &us))
-		ereport(ERROR, (errcode(ERRCODE_INVALID_PARAMETER_VALUE), errmsg("wait is out of range"),
-						errhint("Wait at most a few hours; statement_timeout also ends a wait.")));
-	if (us < 0)
-		ereport(ERROR,
-				(errcode(ERRCODE_INVALID_PARAMETER_VALUE), errmsg("wait must not be negative"),
-				 errhint("Pass an interval such as '5 seconds', or '0' not to wait.")));
-	/* A deadline beyond a century is no deadline; keep now + wait far from overflowing. */
-	us = Min(us, (int64) 100 * 365 * USECS_PER_DAY);
-	return us;
 }
 
 /* How long until the next attempt, unless a wake-up comes first. */
@@ -331,7 +316,7 @@ fl_acquire_wait_sql(FunctionCallInfo fcinfo, bool session)
 	text *resource = fl_arg_resource(fcinfo, 0);
 	text *owner = fl_arg_owner(fcinfo, 1);
 	int64 ttl = fl_arg_ttl(fcinfo, 2);
-	int64 wait = fl_arg_wait(fcinfo, 3);
+	int64 wait = fl_arg_wait(fcinfo, 3, FL_WAIT_HINT);
 	FlGrant g;
 
 	bool granted;
@@ -361,9 +346,8 @@ fencelock_acquire_wait(PG_FUNCTION_ARGS)
 Datum
 fencelock_acquire_session(PG_FUNCTION_ARGS)
 {
-	if (PG_ARGISNULL(4))
-		ereport(ERROR, (errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED), errmsg("session must not be null"),
-						errhint("Pass true to bind the lease to this session, false not to.")));
+	fl_arg_not_null(fcinfo, 4, "session",
+					"Pass true to bind the lease to this session, false not to.");
 	return fl_acquire_wait_sql(fcinfo, PG_GETARG_BOOL(4));
 }
 
@@ -376,15 +360,12 @@ fl_arg_resources(FunctionCallInfo fcinfo, int argno, text ***resources)
 	bool *nulls;
 	int n;
 
-	if (PG_ARGISNULL(argno))
-		ereport(ERROR,
-				(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED), errmsg("resources must not be null"),
-				 errhint("Pass an array of resource names.")));
+	fl_arg_not_null(fcinfo, argno, resources_arg.name, resources_arg.hint);
 	arr = PG_GETARG_ARRAYTYPE_P(argno);
 	if (ARR_NDIM(arr) > 1)
 		ereport(ERROR, (errcode(ERRCODE_INVALID_PARAMETER_VALUE),
 						errmsg("resources must be a one-dimensional array"),
-						errhint("Pass an array of resource names.")));
+						errhint("%s", resources_arg.hint)));
 	deconstruct_array(arr, TEXTOID, -1, false, TYPALIGN_INT, &elems, &nulls, &n);
 	if (n == 0)
 		ereport(ERROR,
@@ -396,22 +377,7 @@ fl_arg_resources(FunctionCallInfo fcinfo, int argno, text ***resources)
 						errhint("Take fewer leases at once, or one lease for the group.")));
 	*resources = palloc(sizeof(text *) * n);
 	for (int i = 0; i < n; i++)
-	{
-		text *t;
-
-		if (nulls[i])
-			ereport(ERROR, (errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
-							errmsg("resource %d of the array is null", i + 1),
-							errhint("Pass non-empty resource names.")));
-		t = DatumGetTextPP(elems[i]);
-		if (VARSIZE_ANY_EXHDR(t) == 0 || VARSIZE_ANY_EXHDR(t) > FENCELOCK_MAX_RESOURCE_LEN)
-			ereport(ERROR, (errcode(VARSIZE_ANY_EXHDR(t) == 0 ? ERRCODE_INVALID_PARAMETER_VALUE
-															  : ERRCODE_PROGRAM_LIMIT_EXCEEDED),
-							errmsg("resource %d of the array is empty or longer than %d bytes",
-								   i + 1, FENCELOCK_MAX_RESOURCE_LEN),
-							errhint("Pass non-empty resource names within the limit.")));
-		(*resources)[i] = t;
-	}
+		(*resources)[i] = fl_check_text_element(elems[i], nulls[i], i + 1, &resources_arg);
 	return n;
 }
 
@@ -435,7 +401,7 @@ fencelock_acquire_all(PG_FUNCTION_ARGS)
 	int n = fl_arg_resources(fcinfo, 0, &resources);
 	text *owner = fl_arg_owner(fcinfo, 1);
 	int64 ttl = fl_arg_ttl(fcinfo, 2);
-	TimestampTz deadline = GetCurrentTimestamp() + fl_arg_wait(fcinfo, 3);
+	TimestampTz deadline = GetCurrentTimestamp() + fl_arg_wait(fcinfo, 3, FL_WAIT_HINT);
 	text ***order = palloc(sizeof(text **) * n);
 	text **sorted = palloc(sizeof(text *) * n);
 	FlGrant *grants = palloc(sizeof(FlGrant) * n);

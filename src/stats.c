@@ -1,0 +1,387 @@
+/*
+ * stats.c — fencelock's statistics in shared memory: the counters (fencelock.stats) and the
+ * per-table refusal counts (fencelock.table_stats), and the SQL functions that read and reset
+ * them.  Counts that follow the transaction's outcome are gathered in count.c first.
+ */
+#include "postgres.h"
+
+#include "catalog/pg_class.h"
+#include "fencelock.h"
+#include "funcapi.h"
+#include "miscadmin.h"
+#include "port/atomics.h"
+#include "shmem.h"
+#include "storage/lwlock.h"
+#include "storage/shmem.h"
+#include "utils/builtins.h"
+#include "utils/hsearch.h"
+#include "utils/syscache.h"
+#include "utils/timestamp.h"
+
+PG_FUNCTION_INFO_V1(fencelock_stats);
+PG_FUNCTION_INFO_V1(fencelock_stats_reset);
+PG_FUNCTION_INFO_V1(fencelock_table_stats);
+
+typedef struct FlTableKey
+{
+	Oid dbid;
+	Oid relid; /* InvalidOid: tables beyond fencelock.max_tables */
+} FlTableKey;
+
+typedef struct FlTableEntry
+{
+	FlTableKey key;
+	Oid owner; /* the table's owner at its first refusal; InvalidOid for an overflow row */
+	pg_atomic_uint64 stale;
+	pg_atomic_uint64 unfenced;
+	pg_atomic_uint64 last_used; /* fl_stats->table_clock at the latest refusal */
+} FlTableEntry;
+
+typedef struct FlStats
+{
+	LWLock *lock; /* guards the table hash's shape and stats_reset */
+	TimestampTz stats_reset;
+	TimestampTz tables_reclaimed; /* the latest look for dropped tables and databases */
+	pg_atomic_uint64 table_clock; /* ticks once per refusal counted per table */
+	pg_atomic_uint64 counters[FL_NUM_COUNTERS];
+} FlStats;
+
+static FlStats *fl_stats = NULL;
+static HTAB *fl_tables = NULL;
+
+Size
+fl_stats_shmem_size(void)
+{
+	return add_size(MAXALIGN(sizeof(FlStats)),
+					hash_estimate_size(fencelock_max_tables + 1, sizeof(FlTableEntry)));
+}
+
+/* Attach (and in the postmaster, initialise); the caller holds AddinShmemInitLock. */
+void
+fl_stats_shmem_startup(void)
+{
+	bool found;
+	HASHCTL info;
+
+	fl_stats = ShmemInitStruct("fencelock stats", sizeof(FlStats), &found);
+	if (!found)
+	{
+		fl_stats->lock = fl_shmem_lock(FL_LOCK_STATS);
+		fl_stats->stats_reset = GetCurrentTimestamp();
+		fl_stats->tables_reclaimed = 0;
+		pg_atomic_init_u64(&fl_stats->table_clock, 0);
+		for (int i = 0; i < FL_NUM_COUNTERS; i++)
+			pg_atomic_init_u64(&fl_stats->counters[i], 0);
+	}
+	info.keysize = sizeof(FlTableKey);
+	info.entrysize = sizeof(FlTableEntry);
+	fl_tables =
+		ShmemInitHash("fencelock tables", fencelock_max_tables + 1, fencelock_max_tables + 1, &info,
+					  HASH_ELEM | HASH_BLOBS | HASH_FIXED_SIZE);
+}
+
+void
+fl_count(FlCounter counter, uint64 n)
+{
+	if (fl_stats != NULL)
+		pg_atomic_fetch_add_u64(&fl_stats->counters[counter], n);
+}
+
+/*
+ * Per-table refusal counts (table_stats).  The slots are cluster-wide and any role whose table
+ * has the fence trigger can make writes be refused, so a slot is never kept for good:
+ *
+ *  - Slots of dropped tables (seen from their own database) and of dropped databases (seen from
+ *    any) are given back when the slots run out, at most once per FL_RECLAIM_INTERVAL_MS;
+ *    a dropped table's counts move to its database's overflow row (relid NULL).
+ *  - Otherwise a new table takes the slot of the least recently refused table of the role that
+ *    owns the most slots (fair share): a role that fills the slots with throwaway tables only
+ *    ever evicts its own, never the tables of a role with fewer slots.  The evicted counts move
+ *    to the overflow row, so a database's totals are kept.
+ *
+ * At most fencelock.max_tables entries, overflow rows included.
+ */
+#define FL_RECLAIM_INTERVAL_MS 1000
+
+static void
+fl_table_add(FlTableEntry *entry, bool stale)
+{
+	pg_atomic_fetch_add_u64(stale ? &entry->stale : &entry->unfenced, 1);
+	pg_atomic_write_u64(&entry->last_used, pg_atomic_fetch_add_u64(&fl_stats->table_clock, 1));
+}
+
+/* Enter a new row with the given counts; caller holds the exclusive lock and made room. */
+static FlTableEntry *
+fl_table_enter(FlTableKey *key, Oid owner, uint64 stale, uint64 unfenced)
+{
+	bool found;
+	FlTableEntry *entry = hash_search(fl_tables, key, HASH_ENTER_NULL, &found);
+
+	if (entry == NULL)
+		return NULL;
+	if (!found)
+	{
+		entry->owner = owner;
+		pg_atomic_init_u64(&entry->stale, 0);
+		pg_atomic_init_u64(&entry->unfenced, 0);
+		pg_atomic_init_u64(&entry->last_used, 0);
+	}
+	pg_atomic_fetch_add_u64(&entry->stale, stale);
+	pg_atomic_fetch_add_u64(&entry->unfenced, unfenced);
+	return entry;
+}
+
+/*
+ * Remove a per-table row; its counts move to its database's overflow row, or are dropped with
+ * the database (keep_counts false).  Frees one entry, or none when the overflow row had to be
+ * created.  Caller holds the exclusive lock.
+ */
+static void
+fl_table_remove(FlTableEntry *entry, bool keep_counts)
+{
+	FlTableKey key = entry->key;
+	uint64 stale = pg_atomic_read_u64(&entry->stale);
+	uint64 unfenced = pg_atomic_read_u64(&entry->unfenced);
+
+	hash_search(fl_tables, &key, HASH_REMOVE, NULL);
+	if (!keep_counts || !OidIsValid(key.relid))
+		return;
+	key.relid = InvalidOid;
+	(void) fl_table_enter(&key, InvalidOid, stale, unfenced);
+}
+
+typedef struct FlOwnerSlots
+{
+	Oid owner;
+	int slots;
+	FlTableEntry *lru;
+} FlOwnerSlots;
+
+/* Evict one per-table row (fair share, see above); false when there is none. */
+static bool
+fl_table_evict_one(void)
+{
+	HASHCTL ctl;
+	HTAB *owners;
+	HASH_SEQ_STATUS status;
+	FlTableEntry *entry;
+	FlOwnerSlots *o;
+	FlOwnerSlots *most = NULL;
+
+	ctl.keysize = sizeof(Oid);
+	ctl.entrysize = sizeof(FlOwnerSlots);
+	ctl.hcxt = CurrentMemoryContext;
+	owners = hash_create("fencelock table owners", 64, &ctl, HASH_ELEM | HASH_BLOBS | HASH_CONTEXT);
+	hash_seq_init(&status, fl_tables);
+	while ((entry = hash_seq_search(&status)) != NULL)
+	{
+		bool found;
+
+		if (!OidIsValid(entry->key.relid))
+			continue;
+		o = hash_search(owners, &entry->owner, HASH_ENTER, &found);
+		if (!found)
+		{
+			o->slots = 0;
+			o->lru = entry;
+		}
+		o->slots++;
+		if (pg_atomic_read_u64(&entry->last_used) < pg_atomic_read_u64(&o->lru->last_used))
+			o->lru = entry;
+	}
+	hash_seq_init(&status, owners);
+	while ((o = hash_seq_search(&status)) != NULL)
+		if (most == NULL || o->slots > most->slots ||
+			(o->slots == most->slots &&
+			 pg_atomic_read_u64(&o->lru->last_used) < pg_atomic_read_u64(&most->lru->last_used)))
+			most = o;
+	entry = most != NULL ? most->lru : NULL;
+	hash_destroy(owners);
+	if (entry == NULL)
+		return false;
+	fl_table_remove(entry, true);
+	return true;
+}
+
+/*
+ * Give back the rows of dropped tables of this database and of dropped databases.  The catalog
+ * is read without the lock held; a row whose table this transaction cannot see is taken for
+ * dropped.
+ */
+static void
+fl_tables_reclaim(void)
+{
+	TimestampTz now = GetCurrentTimestamp();
+	HASH_SEQ_STATUS status;
+	FlTableEntry *entry;
+	FlTableKey *keys;
+	int n = 0;
+	int ndead = 0;
+
+	LWLockAcquire(fl_stats->lock, LW_EXCLUSIVE);
+	if (!TimestampDifferenceExceeds(fl_stats->tables_reclaimed, now, FL_RECLAIM_INTERVAL_MS))
+	{
+		LWLockRelease(fl_stats->lock);
+		return;
+	}
+	fl_stats->tables_reclaimed = now;
+	keys = palloc(sizeof(FlTableKey) * (hash_get_num_entries(fl_tables) + 1));
+	hash_seq_init(&status, fl_tables);
+	while ((entry = hash_seq_search(&status)) != NULL)
+		if (entry->key.dbid != MyDatabaseId || OidIsValid(entry->key.relid))
+			keys[n++] = entry->key;
+	LWLockRelease(fl_stats->lock);
+
+	for (int i = 0; i < n; i++)
+	{
+		bool dead;
+
+		if (keys[i].dbid != MyDatabaseId)
+			dead = !SearchSysCacheExists1(DATABASEOID, ObjectIdGetDatum(keys[i].dbid));
+		else
+			dead = !SearchSysCacheExists1(RELOID, ObjectIdGetDatum(keys[i].relid));
+		if (dead)
+			keys[ndead++] = keys[i];
+	}
+
+	LWLockAcquire(fl_stats->lock, LW_EXCLUSIVE);
+	for (int i = 0; i < ndead; i++)
+	{
+		entry = hash_search(fl_tables, &keys[i], HASH_FIND, NULL);
+		if (entry != NULL)
+			fl_table_remove(entry, keys[i].dbid == MyDatabaseId);
+	}
+	LWLockRelease(fl_stats->lock);
+	pfree(keys);
+}
+
+static Oid
+fl_rel_owner(Oid relid)
+{
+	HeapTuple tup = SearchSysCache1(RELOID, ObjectIdGetDatum(relid));
+	Oid owner;
+
+	if (!HeapTupleIsValid(tup))
+		return InvalidOid;
+	owner = ((Form_pg_class) GETSTRUCT(tup))->relowner;
+	ReleaseSysCache(tup);
+	return owner;
+}
+
+void
+fl_count_table(Oid relid, bool stale)
+{
+	FlTableKey key;
+	FlTableEntry *entry;
+	Oid owner;
+
+	if (fl_stats == NULL)
+		return;
+	fl_count(stale ? FL_STALE_REJECTED : FL_UNFENCED_REJECTED, 1);
+	memset(&key, 0, sizeof(key));
+	key.dbid = MyDatabaseId;
+	key.relid = relid;
+	/*
+	 * Increments happen under the shared lock: rows are removed only under the exclusive one.
+	 */
+	LWLockAcquire(fl_stats->lock, LW_SHARED);
+	entry = hash_search(fl_tables, &key, HASH_FIND, NULL);
+	if (entry != NULL)
+	{
+		fl_table_add(entry, stale);
+		LWLockRelease(fl_stats->lock);
+		return;
+	}
+	LWLockRelease(fl_stats->lock);
+
+	/* A new row: look up what needs the catalog before taking the exclusive lock. */
+	owner = fl_rel_owner(relid);
+	if (hash_get_num_entries(fl_tables) >= fencelock_max_tables)
+		fl_tables_reclaim();
+	LWLockAcquire(fl_stats->lock, LW_EXCLUSIVE);
+	entry = hash_search(fl_tables, &key, HASH_FIND, NULL);
+	if (entry == NULL)
+	{
+		while (hash_get_num_entries(fl_tables) >= fencelock_max_tables && fl_table_evict_one())
+			;
+		if (hash_get_num_entries(fl_tables) >= fencelock_max_tables)
+			key.relid = InvalidOid; /* only overflow rows left: count in this database's */
+		entry = fl_table_enter(&key, OidIsValid(key.relid) ? owner : InvalidOid, 0, 0);
+	}
+	if (entry != NULL)
+		fl_table_add(entry, stale);
+	LWLockRelease(fl_stats->lock);
+}
+
+/* SQL: fencelock.stats view */
+Datum
+fencelock_stats(PG_FUNCTION_ARGS)
+{
+	TupleDesc tupdesc;
+	Datum values[FL_NUM_COUNTERS + 1];
+	bool nulls[FL_NUM_COUNTERS + 1] = {0};
+	int ncounters;
+
+	fl_shmem_require("fencelock.stats");
+	if (get_call_result_type(fcinfo, NULL, &tupdesc) != TYPEFUNC_COMPOSITE)
+		elog(ERROR, "return type must be a row type");
+	/*
+	 * The counters in enum order, then stats_reset, always the last column: a database still
+	 * at an older version of the extension declares fewer counters (0.2.0 has no revokes).
+	 */
+	ncounters = Min(tupdesc->natts - 1, FL_NUM_COUNTERS);
+	for (int i = 0; i < ncounters; i++)
+		values[i] = Int64GetDatum((int64) pg_atomic_read_u64(&fl_stats->counters[i]));
+	/* wait time is reported as an interval-friendly double of milliseconds */
+	values[FL_WAIT_US] =
+		Float8GetDatum(pg_atomic_read_u64(&fl_stats->counters[FL_WAIT_US]) / 1000.0);
+	values[ncounters] = TimestampTzGetDatum(fl_stats->stats_reset);
+	PG_RETURN_DATUM(HeapTupleGetDatum(heap_form_tuple(tupdesc, values, nulls)));
+}
+
+Datum
+fencelock_stats_reset(PG_FUNCTION_ARGS)
+{
+	HASH_SEQ_STATUS status;
+	FlTableEntry *entry;
+
+	fl_shmem_require("fencelock.stats_reset");
+	LWLockAcquire(fl_stats->lock, LW_EXCLUSIVE);
+	for (int i = 0; i < FL_NUM_COUNTERS; i++)
+		pg_atomic_write_u64(&fl_stats->counters[i], 0);
+	hash_seq_init(&status, fl_tables);
+	while ((entry = hash_seq_search(&status)) != NULL)
+		hash_search(fl_tables, &entry->key, HASH_REMOVE, NULL);
+	fl_stats->stats_reset = GetCurrentTimestamp();
+	LWLockRelease(fl_stats->lock);
+	PG_RETURN_VOID();
+}
+
+/* SQL: per-table rejections in the current database */
+Datum
+fencelock_table_stats(PG_FUNCTION_ARGS)
+{
+	ReturnSetInfo *rsinfo = (ReturnSetInfo *) fcinfo->resultinfo;
+	HASH_SEQ_STATUS status;
+	FlTableEntry *entry;
+
+	fl_shmem_require("fencelock.table_stats");
+	InitMaterializedSRF(fcinfo, 0);
+	LWLockAcquire(fl_stats->lock, LW_SHARED);
+	hash_seq_init(&status, fl_tables);
+	while ((entry = hash_seq_search(&status)) != NULL)
+	{
+		Datum values[3];
+		bool nulls[3] = {0};
+
+		if (entry->key.dbid != MyDatabaseId)
+			continue;
+		values[0] = ObjectIdGetDatum(entry->key.relid);
+		nulls[0] = !OidIsValid(entry->key.relid);
+		values[1] = Int64GetDatum((int64) pg_atomic_read_u64(&entry->stale));
+		values[2] = Int64GetDatum((int64) pg_atomic_read_u64(&entry->unfenced));
+		tuplestore_putvalues(rsinfo->setResult, rsinfo->setDesc, values, nulls);
+	}
+	LWLockRelease(fl_stats->lock);
+	return (Datum) 0;
+}

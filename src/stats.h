@@ -1,0 +1,36 @@
+/*
+ * stats.h — fencelock's statistics in shared memory: the counters behind fencelock.stats and the
+ * per-table refusal counts behind fencelock.table_stats.  Kept only when fencelock is preloaded.
+ */
+#ifndef FENCELOCK_STATS_H
+#define FENCELOCK_STATS_H
+
+#include "postgres.h"
+
+typedef enum FlCounter
+{
+	FL_GRANTS,     /* leases granted (new fence) */
+	FL_TAKEOVERS,  /* grants of a lease that expired without a release */
+	FL_REACQUIRES, /* the same owner's live lease acquired again */
+	FL_BUSY,       /* acquires that found another owner's live lease */
+	FL_RENEWALS,
+	FL_RENEWALS_REFUSED, /* expired, or not the owner */
+	FL_RELEASES,
+	FL_RELEASES_REFUSED,  /* expired (an overrun), or not the owner */
+	FL_STALE_REJECTED,    /* FL001 from the trigger or assert_fence */
+	FL_UNFENCED_REJECTED, /* FL002 from the trigger */
+	FL_WAITS,             /* acquires that had to wait */
+	FL_WAIT_US,           /* time spent waiting, microseconds */
+	FL_WAIT_TIMEOUTS,     /* waits that ended without the lease */
+	FL_REVOKES,           /* leases freed by revoke() */
+	FL_NUM_COUNTERS
+} FlCounter;
+
+/* shmem.c's hooks: the size to request, and attaching (under AddinShmemInitLock). */
+extern Size fl_stats_shmem_size(void);
+extern void fl_stats_shmem_startup(void);
+
+extern void fl_count(FlCounter counter, uint64 n);
+extern void fl_count_table(Oid relid, bool stale);
+
+#endif /* FENCELOCK_STATS_H */
