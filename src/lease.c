@@ -62,9 +62,9 @@ static FlStmt acquire_insert = {
 
 /*
  * FL_API_0_2 grants also record how the lease was granted (lease.granted_how, an FlGrantedHow;
- * these statements spell its letters out) and honour lock_delay ($7, the granting session's fencelock.lock_delay, kept in
- * the row: a lease that expired without a release stays ungrantable to another owner for that
- * long after its deadline).
+ * these statements spell its letters out) and honour lock_delay ($7, the granting session's
+ * fencelock.lock_delay, kept in the row: a lease that expired without a release stays ungrantable
+ * to another owner for that long after its deadline).
  */
 #define GRANT_SET_V2                                                                               \
 	" fence = CASE WHEN " SAME_LIVE_OWNER " THEN l.fence "                                         \
