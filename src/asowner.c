@@ -153,14 +153,15 @@ fl_namespace_owner(Oid nspid)
 	return owner;
 }
 
-static Oid
+/* A relation's owner; InvalidOid when it no longer exists. */
+Oid
 fl_rel_owner(Oid relid)
 {
 	HeapTuple tuple = SearchSysCache1(RELOID, ObjectIdGetDatum(relid));
 	Oid owner;
 
 	if (!HeapTupleIsValid(tuple))
-		elog(ERROR, "cache lookup failed for relation %u", relid);
+		return InvalidOid;
 	owner = ((Form_pg_class) GETSTRUCT(tuple))->relowner;
 	ReleaseSysCache(tuple);
 	return owner;

@@ -59,6 +59,7 @@ typedef struct FlSession
 } FlSession;
 
 extern Oid fl_lease_relid(void);
+extern Oid fl_rel_owner(Oid relid);
 extern void fl_begin(FlSession *session);
 extern void fl_end(FlSession *session);
 extern uint64 fl_run(FlStmt *stmt, Datum *values, const char *nulls, bool read_only);

@@ -255,19 +255,6 @@ fl_tables_reclaim(void)
 	pfree(keys);
 }
 
-static Oid
-fl_rel_owner(Oid relid)
-{
-	HeapTuple tup = SearchSysCache1(RELOID, ObjectIdGetDatum(relid));
-	Oid owner;
-
-	if (!HeapTupleIsValid(tup))
-		return InvalidOid;
-	owner = ((Form_pg_class) GETSTRUCT(tup))->relowner;
-	ReleaseSysCache(tup);
-	return owner;
-}
-
 void
 fl_count_table(Oid relid, bool stale)
 {
