@@ -19,7 +19,8 @@
  * read-write transaction, and a lease table laid out as the install scripts made it (a heap with
  * its one primary-key index, no triggers, rules, row security, check constraints or generated
  * columns: a superuser may have added any of them, and then the statements run).  A row that does
- * not exist yet is inserted by lease.c's statement.
+ * not exist yet is inserted by lease.c's statement.  Checks the executor makes before an UPDATE
+ * whatever the table's layout are made here too (a publication's replica identity).
  */
 #include "postgres.h"
 
@@ -34,6 +35,7 @@
 #include "catalog/pg_collation.h"
 #include "catalog/pg_type.h"
 #include "common/int.h"
+#include "executor/executor.h"
 #include "fencelock.h"
 #include "leaserow.h"
 #include "miscadmin.h"
@@ -372,6 +374,12 @@ fl_lease_row_change(FlRowChange *c)
 		table_close(rel, RowExclusiveLock);
 		return FL_ROW_USE_SQL;
 	}
+	/*
+	 * As the executor does before any UPDATE of a table: when a publication of it publishes
+	 * updates, the table must have a replica identity that the publication's row filter and
+	 * column list fit, or logical decoding could not identify or filter the change.
+	 */
+	CheckCmdReplicaIdentity(rel, CMD_UPDATE);
 	idx = index_open(layout.pkid, RowExclusiveLock);
 	slot = table_slot_create(rel, NULL);
 	values = palloc(sizeof(Datum) * RelationGetDescr(rel)->natts);
