@@ -17,8 +17,9 @@
  *
  * The direct path is taken only where it is equivalent to the statements: READ COMMITTED, a
  * read-write transaction, and a lease table laid out as the install scripts made it (a heap with
- * its one primary-key index, no triggers, rules, row security, check constraints or generated
- * columns: a superuser may have added any of them, and then the statements run).  A row that does
+ * its one primary-key index, no triggers, rules, row security, check constraints, generated
+ * columns, partition constraint or inheritance children: a superuser may have added any of them,
+ * and then the statements run).  A row that does
  * not exist yet is inserted by lease.c's statement.  Checks the executor makes before an UPDATE
  * whatever the table's layout are made here too (a publication's replica identity).
  */
@@ -134,7 +135,14 @@ layout_build(Relation rel)
 	}
 	memset(&layout, 0, sizeof(layout));
 	layout.relid = RelationGetRelid(rel);
+	/*
+	 * Not a partition (the statement checks the partition constraint) and without inheritance
+	 * children (the statement, without ONLY, changes their rows too).  relhassubclass may stay set
+	 * after the last child is dropped, until VACUUM or ANALYZE clears it; the statements run till
+	 * then.
+	 */
 	direct = rel->rd_rel->relkind == RELKIND_RELATION && rel->rd_rel->relam == HEAP_TABLE_AM_OID &&
+			 !rel->rd_rel->relispartition && !rel->rd_rel->relhassubclass &&
 			 rel->trigdesc == NULL && rel->rd_rules == NULL && !rel->rd_rel->relrowsecurity &&
 			 (desc->constr == NULL || desc->constr->num_check == 0);
 	for (int i = 0; i < desc->natts; i++)
