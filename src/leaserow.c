@@ -158,8 +158,11 @@ layout_build(Relation rel)
 			if (strcmp(NameStr(attr->attname), lease_columns[c].name) != 0)
 				continue;
 			layout.att[c] = attr->attnum;
-			/* Only the key and the fence are never set to null. */
-			if (attr->atttypid != lease_columns[c].type ||
+			/*
+			 * Only the key and the fence are never set to null.  Values are stored as computed:
+			 * a type modifier, which the statements would coerce them to, is not applied.
+			 */
+			if (attr->atttypid != lease_columns[c].type || attr->atttypmod != -1 ||
 				(attr->attnotnull && c != COL_RESOURCE && c != COL_FENCE))
 				direct = false;
 		}
