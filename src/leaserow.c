@@ -263,23 +263,29 @@ apply_rule(FlRowChange *c, Datum *values, bool *isnull)
 		return true;
 	}
 
-	/* A grant: is the row free for this owner? */
-	if (c->v2 && !expires_null)
+	/*
+	 * A grant: is the row free for this owner?  Only another owner's row needs its deadline with
+	 * lock_delay added, which may be out of range: the statement evaluates the sum only then.
+	 */
+	if (!owner_null && !same_owner)
 	{
-		Datum delay = column(values, isnull, COL_LOCK_DELAY, &null);
-
-		if (!null)
-			deadline = DatumGetTimestampTz(
-				DirectFunctionCall2(timestamptz_pl_interval, TimestampTzGetDatum(expires), delay));
-	}
-	if (!owner_null && !same_owner && (expires_null || deadline > c->now))
-	{
-		Datum session = column(values, isnull, COL_SESSION_ID, &null);
-
-		if (!c->v2 || null || fl_session_alive(DatumGetInt64(session)))
+		if (c->v2 && !expires_null)
 		{
-			c->holder_expires = expires_null ? 0 : deadline;
-			return false;
+			Datum delay = column(values, isnull, COL_LOCK_DELAY, &null);
+
+			if (!null)
+				deadline = DatumGetTimestampTz(DirectFunctionCall2(
+					timestamptz_pl_interval, TimestampTzGetDatum(expires), delay));
+		}
+		if (expires_null || deadline > c->now)
+		{
+			Datum session = column(values, isnull, COL_SESSION_ID, &null);
+
+			if (!c->v2 || null || fl_session_alive(DatumGetInt64(session)))
+			{
+				c->holder_expires = expires_null ? 0 : deadline;
+				return false;
+			}
 		}
 	}
 
