@@ -17,9 +17,11 @@
  *
  * The direct path is taken only where it is equivalent to the statements: READ COMMITTED, a
  * read-write transaction, and a lease table laid out as the install scripts made it (a heap with
- * its one primary-key index, no triggers, rules, row security, check constraints or generated
- * columns: a superuser may have added any of them, and then the statements run).  A row that does
- * not exist yet is inserted by lease.c's statement.
+ * its one primary-key index, no triggers, rules, row security, check constraints, generated
+ * columns, partition constraint or inheritance children: a superuser may have added any of them,
+ * and then the statements run).  A row that does
+ * not exist yet is inserted by lease.c's statement.  Checks the executor makes before an UPDATE
+ * whatever the table's layout are made here too (a publication's replica identity).
  */
 #include "postgres.h"
 
@@ -34,6 +36,7 @@
 #include "catalog/pg_collation.h"
 #include "catalog/pg_type.h"
 #include "common/int.h"
+#include "executor/executor.h"
 #include "fencelock.h"
 #include "leaserow.h"
 #include "miscadmin.h"
@@ -132,7 +135,14 @@ layout_build(Relation rel)
 	}
 	memset(&layout, 0, sizeof(layout));
 	layout.relid = RelationGetRelid(rel);
+	/*
+	 * Not a partition (the statement checks the partition constraint) and without inheritance
+	 * children (the statement, without ONLY, changes their rows too).  relhassubclass may stay set
+	 * after the last child is dropped, until VACUUM or ANALYZE clears it; the statements run till
+	 * then.
+	 */
 	direct = rel->rd_rel->relkind == RELKIND_RELATION && rel->rd_rel->relam == HEAP_TABLE_AM_OID &&
+			 !rel->rd_rel->relispartition && !rel->rd_rel->relhassubclass &&
 			 rel->trigdesc == NULL && rel->rd_rules == NULL && !rel->rd_rel->relrowsecurity &&
 			 (desc->constr == NULL || desc->constr->num_check == 0);
 	for (int i = 0; i < desc->natts; i++)
@@ -148,8 +158,11 @@ layout_build(Relation rel)
 			if (strcmp(NameStr(attr->attname), lease_columns[c].name) != 0)
 				continue;
 			layout.att[c] = attr->attnum;
-			/* Only the key and the fence are never set to null. */
-			if (attr->atttypid != lease_columns[c].type ||
+			/*
+			 * Only the key and the fence are never set to null.  Values are stored as computed:
+			 * a type modifier, which the statements would coerce them to, is not applied.
+			 */
+			if (attr->atttypid != lease_columns[c].type || attr->atttypmod != -1 ||
 				(attr->attnotnull && c != COL_RESOURCE && c != COL_FENCE))
 				direct = false;
 		}
@@ -250,23 +263,29 @@ apply_rule(FlRowChange *c, Datum *values, bool *isnull)
 		return true;
 	}
 
-	/* A grant: is the row free for this owner? */
-	if (c->v2 && !expires_null)
+	/*
+	 * A grant: is the row free for this owner?  Only another owner's row needs its deadline with
+	 * lock_delay added, which may be out of range: the statement evaluates the sum only then.
+	 */
+	if (!owner_null && !same_owner)
 	{
-		Datum delay = column(values, isnull, COL_LOCK_DELAY, &null);
-
-		if (!null)
-			deadline = DatumGetTimestampTz(
-				DirectFunctionCall2(timestamptz_pl_interval, TimestampTzGetDatum(expires), delay));
-	}
-	if (!owner_null && !same_owner && (expires_null || deadline > c->now))
-	{
-		Datum session = column(values, isnull, COL_SESSION_ID, &null);
-
-		if (!c->v2 || null || fl_session_alive(DatumGetInt64(session)))
+		if (c->v2 && !expires_null)
 		{
-			c->holder_expires = expires_null ? 0 : deadline;
-			return false;
+			Datum delay = column(values, isnull, COL_LOCK_DELAY, &null);
+
+			if (!null)
+				deadline = DatumGetTimestampTz(DirectFunctionCall2(
+					timestamptz_pl_interval, TimestampTzGetDatum(expires), delay));
+		}
+		if (expires_null || deadline > c->now)
+		{
+			Datum session = column(values, isnull, COL_SESSION_ID, &null);
+
+			if (!c->v2 || null || fl_session_alive(DatumGetInt64(session)))
+			{
+				c->holder_expires = expires_null ? 0 : deadline;
+				return false;
+			}
 		}
 	}
 
@@ -372,6 +391,12 @@ fl_lease_row_change(FlRowChange *c)
 		table_close(rel, RowExclusiveLock);
 		return FL_ROW_USE_SQL;
 	}
+	/*
+	 * As the executor does before any UPDATE of a table: when a publication of it publishes
+	 * updates, the table must have a replica identity that the publication's row filter and
+	 * column list fit, or logical decoding could not identify or filter the change.
+	 */
+	CheckCmdReplicaIdentity(rel, CMD_UPDATE);
 	idx = index_open(layout.pkid, RowExclusiveLock);
 	slot = table_slot_create(rel, NULL);
 	values = palloc(sizeof(Datum) * RelationGetDescr(rel)->natts);
