@@ -18,10 +18,10 @@
  * The direct path is taken only where it is equivalent to the statements: READ COMMITTED, a
  * read-write transaction, and a lease table laid out as the install scripts made it (a heap with
  * its one primary-key index, no triggers, rules, row security, check constraints, generated
- * columns, partition constraint or inheritance children: a superuser may have added any of them,
- * and then the statements run).  A row that does
- * not exist yet is inserted by lease.c's statement.  Checks the executor makes before an UPDATE
- * whatever the table's layout are made here too (a publication's replica identity).
+ * columns, type modifiers, partition constraint or inheritance children: a superuser may have
+ * added any of them, and then the statements run).  A row that does not exist yet is inserted by
+ * lease.c's statement.  Checks the executor makes before an UPDATE whatever the table's layout
+ * are made here too (a publication's replica identity).
  */
 #include "postgres.h"
 
