@@ -8,17 +8,20 @@
 # 15 is Debian 12's own packages (postgresql-15, postgresql-server-dev-15), installed when missing.
 # 17 and 18 are built from the upstream tarball inside Debian's source packages (trixie serves 17,
 # sid serves 18) into $FENCELOCK_PG_CACHE/pg-MAJOR (default /var/cache/fencelock/pg-MAJOR), once per
-# machine.  A build counts only when its stamp file exists; the stamp is written after the installed
+# machine.  18-debug is the same source built as PostgreSQL's developers test: assertions on
+# (--enable-cassert: freed memory is clobbered, invariants checked), debug symbols, and
+# -DUSE_VALGRIND (memcheck learns about palloc's chunks; `make valgrind` runs the server under it).  A build counts only when its stamp file exists; the stamp is written after the installed
 # tree has been checked, so an interrupted or failed build is removed and redone, never used.  A
 # lock (flock) makes concurrent runs wait for one build instead of building twice.
 # Logs go to stderr (the build's full log to $FENCELOCK_PG_CACHE/pg-MAJOR.log).
 
 FENCELOCK_PG_CACHE=${FENCELOCK_PG_CACHE:-/var/cache/fencelock}
 FL_PG_MAJORS="15 17 18"
+FL_PG_VARIANTS="18-debug" # builds that are not a major of their own (fl_pg accepts them too)
 
 # Which Debian suite serves the source package of a major built from source.
 fl_pg_suite() {
-	case $1 in
+	case ${1%-debug} in
 	17) echo trixie ;;
 	18) echo sid ;;
 	*) return 1 ;;
@@ -71,7 +74,7 @@ fl_pg_sources() {
 # The tree of a source build is complete: pg_config and postgres run and report this major, and
 # everything PGXS installcheck needs for regression, isolation and TAP tests is installed.
 fl_pg_verify() {
-	local major=$1 prefix=$2 pgxs f
+	local major=${1%-debug} prefix=$2 pgxs f
 	"$prefix/bin/pg_config" --version | grep -q "^PostgreSQL $major\." || return 1
 	"$prefix/bin/postgres" --version | grep -q "(PostgreSQL) $major\." || return 1
 	pgxs=$(dirname "$(dirname "$("$prefix/bin/pg_config" --pgxs)")")/..
@@ -89,10 +92,14 @@ fl_pg_verify() {
 
 # fl_pg_build MAJOR PREFIX: download, configure, build and install into PREFIX.
 fl_pg_build() {
-	local major=$1 prefix=$2 suite src tarball status opts=()
+	local major=${1%-debug} variant=$1 prefix=$2 suite src tarball status opts=()
 	suite=$(fl_pg_suite "$major")
-	src=$FENCELOCK_PG_CACHE/src-$major
+	src=$FENCELOCK_PG_CACHE/src-$variant
 	fl_pg_apt_install gcc make bison flex perl libipc-run-perl dpkg-dev
+	if [ "$variant" != "$major" ]; then
+		fl_pg_apt_install valgrind # memcheck.h for -DUSE_VALGRIND, and memcheck itself
+		opts+=(--enable-cassert --enable-debug CPPFLAGS=-DUSE_VALGRIND)
+	fi
 	# readline and zlib when Debian has them installed; without them otherwise.
 	dpkg-query -W -f='${Status}' libreadline-dev 2>/dev/null | grep -q 'ok installed' ||
 		opts+=(--without-readline)
@@ -117,7 +124,7 @@ fl_pg_build() {
 	rm -f "$src.apt.log"
 	tarball=$(ls "$src"/postgresql-"$major"_*.orig.tar.* | head -1)
 	[ -f "$tarball" ] || { echo "no upstream tarball in $src" >&2; return 1; }
-	fl_pg_log "$major: building $(basename "$tarball") into $prefix (log $FENCELOCK_PG_CACHE/pg-$major.log)"
+	fl_pg_log "$variant: building $(basename "$tarball") into $prefix (log $FENCELOCK_PG_CACHE/pg-$variant.log)"
 	tar -C "$src" -xf "$tarball" || return 1
 	# (an && chain: set -e does not act inside a function called from a condition)
 	(
@@ -129,9 +136,9 @@ fl_pg_build() {
 			make -C src/test/isolation install &&
 			make -C src/test/perl install &&
 			make -C contrib/dblink install # the wait_* isolation specs drive a waiter through it
-	) >"$FENCELOCK_PG_CACHE/pg-$major.log" 2>&1 || {
-		echo "building PostgreSQL $major failed; see $FENCELOCK_PG_CACHE/pg-$major.log" >&2
-		tail -20 "$FENCELOCK_PG_CACHE/pg-$major.log" >&2
+	) >"$FENCELOCK_PG_CACHE/pg-$variant.log" 2>&1 || {
+		echo "building PostgreSQL $variant failed; see $FENCELOCK_PG_CACHE/pg-$variant.log" >&2
+		tail -20 "$FENCELOCK_PG_CACHE/pg-$variant.log" >&2
 		return 1
 	}
 	rm -rf "$src"
@@ -149,10 +156,10 @@ fl_pg_bindir() {
 # fl_pg MAJOR: make the PGXS tree of MAJOR available and set PG_BIN to its bindir.
 fl_pg() {
 	local major=$1 prefix stamp
-	case " $FL_PG_MAJORS " in
+	case " $FL_PG_MAJORS $FL_PG_VARIANTS " in
 	*" $major "*) ;;
 	*)
-		echo "unsupported PostgreSQL major '$major' (supported: $FL_PG_MAJORS)" >&2
+		echo "unsupported PostgreSQL major '$major' (supported: $FL_PG_MAJORS $FL_PG_VARIANTS)" >&2
 		return 1
 		;;
 	esac
@@ -183,7 +190,7 @@ fl_pg() {
 
 if [ "${BASH_SOURCE[0]}" = "$0" ]; then
 	set -euo pipefail
-	[ $# -eq 1 ] || { echo "usage: $0 MAJOR   (one of: $FL_PG_MAJORS)" >&2; exit 2; }
+	[ $# -eq 1 ] || { echo "usage: $0 MAJOR   (one of: $FL_PG_MAJORS $FL_PG_VARIANTS)" >&2; exit 2; }
 	fl_pg "$1"
 	echo "$PG_BIN"
 fi
