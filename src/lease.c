@@ -673,7 +673,10 @@ fl_read_fence(text *resource, bool lock, int64 *fence)
 		fl_check_may_assert(resource, session.save_userid);
 	found = fl_run(lock ? &fence_lock : &fence_select, values, NULL, !lock) == 1;
 	if (found)
+	{
 		*fence = fl_get_int64(0, 1, &isnull);
+		found = !isnull; /* a NULL fence (a superuser's doing) is none, as leasebound.c reads it */
+	}
 	fl_end(&session);
 	return found;
 }

@@ -52,6 +52,9 @@ UPDATE lc SET fence = 0 WHERE id = 1;
 BEGIN ISOLATION LEVEL REPEATABLE READ;
 UPDATE lc SET fence = 1 WHERE id = 1;
 COMMIT;
+-- The other statements that return a fence refuse one of another type (it was read as a bigint).
+SELECT fencelock.current_fence('lc') AS fence;
+SELECT fencelock.acquire('lc', 'a', '1 hour') AS fence;
 ALTER TABLE fencelock.lease ALTER COLUMN fence TYPE pg_catalog.int8;
 
 -- 3. fence moved to the end, its values kept (it was XX000 in READ COMMITTED).
@@ -75,6 +78,9 @@ UPDATE lc SET fence = 0 WHERE id = 1;
 BEGIN ISOLATION LEVEL REPEATABLE READ;
 UPDATE lc SET fence = 0 WHERE id = 1;
 COMMIT;
+-- So do current_fence and assert_fence (they answered 0).
+SELECT fencelock.current_fence('lc') AS fence;
+SELECT fencelock.assert_fence('lc', 0);
 UPDATE fencelock.lease SET fence = 2 WHERE resource = 'lc';
 ALTER TABLE fencelock.lease ALTER COLUMN fence SET NOT NULL;
 
