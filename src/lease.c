@@ -151,10 +151,11 @@ static FlStmt fence_select = {
 	1,
 	{TEXTOID}};
 
-static FlStmt holder_select = {
-	"SELECT l.holder FROM fencelock.lease AS l WHERE l.resource OPERATOR(pg_catalog.=) $1",
-	1,
-	{TEXTOID}};
+/* The cast: a holder column a superuser retyped is never read as a name (leasebound.c's too). */
+static FlStmt holder_select = {"SELECT CAST(l.holder AS pg_catalog.name) FROM fencelock.lease AS l "
+							   "WHERE l.resource OPERATOR(pg_catalog.=) $1",
+							   1,
+							   {TEXTOID}};
 
 static FlStmt fence_lock = {
 	"SELECT l.fence FROM fencelock.lease AS l WHERE l.resource OPERATOR(pg_catalog.=) $1 "

@@ -100,6 +100,18 @@ UPDATE lc SET fence = 2 WHERE id = 1;
 \set VERBOSITY terse
 ALTER TABLE fencelock.lease ADD COLUMN holder pg_catalog.name;
 
+-- 7. holder of type text: read through the statements' cast to name, by the lease-bound check and
+-- by assert_fence alike (it was read as a name: past the end of the text).
+ALTER TABLE fencelock.lease ALTER COLUMN holder TYPE pg_catalog.text;
+UPDATE fencelock.lease SET holder = 'regress_lc_writer' WHERE resource = 'lc';
+SET ROLE regress_lc_writer;
+UPDATE lc SET fence = 2 WHERE id = 1;
+BEGIN;
+SELECT fencelock.assert_fence('lc', 2);
+COMMIT;
+RESET ROLE;
+ALTER TABLE fencelock.lease ALTER COLUMN holder TYPE pg_catalog.name;
+
 -- With its columns moved, the table is still read directly, and the answers are the same.
 UPDATE lc SET fence = 2 WHERE id = 1;
 UPDATE lc SET fence = 1 WHERE id = 1;
