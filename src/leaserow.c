@@ -54,6 +54,7 @@
 #include "utils/datum.h"
 #include "utils/fmgroids.h"
 #include "utils/inval.h"
+#include "utils/lsyscache.h"
 #include "utils/rel.h"
 #include "utils/snapmgr.h"
 #include "utils/timestamp.h"
@@ -104,6 +105,7 @@ static struct
 	Oid relid;
 	Oid pkid;
 	Oid owner_collation;         /* the owner column's: the statements compare owners with it */
+	bool owner_deterministic;    /* ... and its equality is that of the bytes */
 	AttrNumber att[NUM_COLUMNS]; /* 0 when absent */
 } layout;
 
@@ -212,8 +214,11 @@ layout_build(Relation rel)
 		 */
 		typed[c] = attr->atttypid == lease_columns[c].type && attr->atttypmod == -1 &&
 				   attr->attgenerated == '\0';
-		if (c == COL_OWNER)
+		if (c == COL_OWNER && typed[c])
+		{
 			layout.owner_collation = attr->attcollation;
+			layout.owner_deterministic = get_collation_isdeterministic(attr->attcollation);
+		}
 		if (c == COL_RESOURCE && attr->attcollation != C_COLLATION_OID)
 			typed[c] = false;
 	}
@@ -250,9 +255,12 @@ layout_current(Relation rel)
 static bool
 owner_may_lock(Relation rel)
 {
+	Oid owner = rel->rd_rel->relowner;
+
 	return ExecutorCheckPerms_hook == NULL &&
-		   pg_class_aclmask(RelationGetRelid(rel), rel->rd_rel->relowner, ACL_SELECT | ACL_UPDATE,
-							ACLMASK_ALL) == (ACL_SELECT | ACL_UPDATE);
+		   (superuser_arg(owner) ||
+			pg_class_aclmask(RelationGetRelid(rel), owner, ACL_SELECT | ACL_UPDATE, ACLMASK_ALL) ==
+				(ACL_SELECT | ACL_UPDATE));
 }
 
 bool
@@ -286,12 +294,25 @@ fl_lease_row_fetch(Relation rel, Relation idx, Snapshot snapshot, text *resource
 	return found;
 }
 
-/* Whether a row's owner is OWNER: the statements' = on text, with the owner column's collation. */
+/*
+ * Whether a row's owner is OWNER: the statements' = on text, with the owner column's collation;
+ * for a deterministic one (the install's), what texteq does with it: compare the bytes.
+ */
 static bool
 owner_equal(Datum a, text *owner)
 {
-	return DatumGetBool(
-		DirectFunctionCall2Coll(texteq, layout.owner_collation, a, PointerGetDatum(owner)));
+	text *t;
+	bool equal;
+
+	if (!layout.owner_deterministic)
+		return DatumGetBool(
+			DirectFunctionCall2Coll(texteq, layout.owner_collation, a, PointerGetDatum(owner)));
+	t = DatumGetTextPP(a);
+	equal = VARSIZE_ANY_EXHDR(t) == VARSIZE_ANY_EXHDR(owner) &&
+			memcmp(VARDATA_ANY(t), VARDATA_ANY(owner), VARSIZE_ANY_EXHDR(owner)) == 0;
+	if ((Pointer) t != DatumGetPointer(a))
+		pfree(t);
+	return equal;
 }
 
 static Datum
