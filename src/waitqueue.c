@@ -39,7 +39,7 @@ PG_FUNCTION_INFO_V1(fencelock_waiters);
 typedef struct FlWaiter
 {
 	Oid dbid;    /* the resource's database; InvalidOid when the slot is free */
-	uint32 len;  /* the length of its name, in the slot's part of names[] */
+	uint32 len;  /* the length of its name (the bytes: fl_slot_name) */
 	uint64 hash; /* of the name, seeded with dbid: a filter, not the identity */
 	uint64 ticket;
 	pg_atomic_uint32 woken; /* set by a wake-up, cleared by the waiter before it looks */
