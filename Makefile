@@ -23,6 +23,7 @@ OBJS = \
 	src/session.o \
 	src/notify.o \
 	src/revoke.o \
+	src/restore.o \
 	src/taskwait.o
 
 # The version the library reports (PostgreSQL 18's pg_get_loaded_modules()).

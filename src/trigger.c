@@ -42,6 +42,7 @@
 #include "mergeguard.h"
 #include "shmem.h"
 #include "nodes/bitmapset.h"
+#include "replication/logicalworker.h"
 #include "utils/builtins.h"
 #include "utils/hsearch.h"
 #include "utils/inval.h"
@@ -544,6 +545,25 @@ lease_write(TriggerData *trigdata, FenceTrigger *ft, const char *lease)
 	}
 }
 
+/*
+ * A change that logical replication applies (a trigger ENABLE ALWAYS or ENABLE REPLICA fires in
+ * its workers: the initial table sync's COPY, and the apply of each change) was checked where it
+ * was made, against the publisher's leases; this server's leases know nothing of them, and a
+ * refusal would stop the subscription for good (the worker retries the same change forever).
+ * It passes unchecked.  Every other session is checked, session_replication_role = replica too.
+ */
+static Datum
+replicated_write(TriggerData *trigdata)
+{
+	TriggerEvent ev = trigdata->tg_event;
+
+	if (TRIGGER_FIRED_BY_TRUNCATE(ev))
+		return PointerGetDatum(NULL);
+	if (TRIGGER_FIRED_BY_UPDATE(ev))
+		return PointerGetDatum(trigdata->tg_newtuple);
+	return PointerGetDatum(trigdata->tg_trigtuple);
+}
+
 Datum
 fencelock_fence_trigger(PG_FUNCTION_ARGS)
 {
@@ -564,9 +584,13 @@ fencelock_fence_trigger(PG_FUNCTION_ARGS)
 	if (ft.mode == MODE_ROW)
 	{
 		check_firing_row(trigdata);
+		if (IsLogicalWorker())
+			return replicated_write(trigdata);
 		return row_update(trigdata, &ft);
 	}
 	check_firing_lease(trigdata);
+	if (IsLogicalWorker())
+		return replicated_write(trigdata);
 	if (ft.mode == MODE_LEASE)
 		strlcpy(lease, entry->lease, sizeof(lease));
 	else
