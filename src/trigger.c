@@ -35,6 +35,8 @@
 #include <stddef.h>
 
 #include "access/sysattr.h"
+#include "catalog/pg_language.h"
+#include "catalog/pg_proc.h"
 #include "catalog/pg_type.h"
 #include "commands/trigger.h"
 #include "fencelock.h"
@@ -48,6 +50,7 @@
 #include "utils/lsyscache.h"
 #include "utils/memutils.h"
 #include "utils/rel.h"
+#include "utils/syscache.h"
 
 PG_FUNCTION_INFO_V1(fencelock_fence_trigger);
 
@@ -288,6 +291,35 @@ resolve(FenceTrigger *ft, TriggerData *trigdata)
 	ft->attnum = attnum;
 	ft->typid = typid;
 	namestrcpy(&ft->column, column);
+}
+
+/*
+ * Whether a function is the fence trigger: a C function whose symbol, loaded, is this library's
+ * fencelock_fence_trigger.  Not by name: a schema planted under the name "fencelock" could hold a
+ * function called fence_trigger that fences nothing.  Only a function whose symbol name matches
+ * is looked up (which loads its library), not every C trigger function.
+ */
+bool
+fl_is_fence_trigger(Oid fn)
+{
+	HeapTuple tuple = SearchSysCache1(PROCOID, ObjectIdGetDatum(fn));
+	bool candidate = false;
+	FmgrInfo finfo;
+
+	if (!HeapTupleIsValid(tuple))
+		return false;
+	if (((Form_pg_proc) GETSTRUCT(tuple))->prolang == ClanguageId)
+	{
+		bool isnull;
+		Datum src = SysCacheGetAttr(PROCOID, tuple, Anum_pg_proc_prosrc, &isnull);
+
+		candidate = !isnull && strcmp(TextDatumGetCString(src), "fencelock_fence_trigger") == 0;
+	}
+	ReleaseSysCache(tuple);
+	if (!candidate)
+		return false;
+	fmgr_info(fn, &finfo);
+	return finfo.fn_addr == fencelock_fence_trigger;
 }
 
 static FenceTrigger *
