@@ -11,6 +11,7 @@ OBJS = \
 	src/leaserow.o \
 	src/key.o \
 	src/trigger.o \
+	src/inhguard.o \
 	src/shmem.o \
 	src/stats.o \
 	src/waitqueue.o \
