@@ -11,6 +11,7 @@ OBJS = \
 	src/leaserow.o \
 	src/key.o \
 	src/trigger.o \
+	src/inhguard.o \
 	src/shmem.o \
 	src/stats.o \
 	src/waitqueue.o \
@@ -23,6 +24,7 @@ OBJS = \
 	src/session.o \
 	src/notify.o \
 	src/revoke.o \
+	src/restore.o \
 	src/taskwait.o
 
 # The version the library reports (PostgreSQL 18's pg_get_loaded_modules()).

@@ -88,6 +88,11 @@ fl_pg_verify() {
 	done
 	[ -e "$("$prefix/bin/pg_config" --sharedir)/extension/dblink.control" ] ||
 		{ echo "missing dblink in $prefix" >&2; return 1; }
+	if [ "$1" != "$major" ]; then
+		"$prefix/bin/pg_config" --configure | grep -q -- --enable-cassert ||
+			{ echo "$prefix is not assert-enabled" >&2; return 1; }
+		[ -e "$prefix/share/valgrind.supp" ] || { echo "missing $prefix/share/valgrind.supp" >&2; return 1; }
+	fi
 }
 
 # fl_pg_build MAJOR PREFIX: download, configure, build and install into PREFIX.
@@ -100,6 +105,8 @@ fl_pg_build() {
 		fl_pg_apt_install valgrind # memcheck.h for -DUSE_VALGRIND, and memcheck itself
 		opts+=(--enable-cassert --enable-debug CPPFLAGS=-DUSE_VALGRIND)
 	fi
+	# ICU as Debian's own packages have it (nondeterministic collations need it).
+	fl_pg_apt_install libicu-dev pkg-config
 	# readline and zlib when Debian has them installed; without them otherwise.
 	dpkg-query -W -f='${Status}' libreadline-dev 2>/dev/null | grep -q 'ok installed' ||
 		opts+=(--without-readline)
@@ -129,13 +136,16 @@ fl_pg_build() {
 	# (an && chain: set -e does not act inside a function called from a condition)
 	(
 		cd "$src"/postgresql-"$major".*/ &&
-			./configure --prefix="$prefix" --enable-tap-tests --without-icu "${opts[@]}" &&
+			./configure --prefix="$prefix" --enable-tap-tests "${opts[@]}" &&
 			nice make -j"$(nproc)" &&
 			make install &&
 			make -C src/test/regress install &&
 			make -C src/test/isolation install &&
 			make -C src/test/perl install &&
-			make -C contrib/dblink install # the wait_* isolation specs drive a waiter through it
+			make -C contrib/dblink install && # the wait_* isolation specs drive a waiter through it
+			if [ "$variant" != "$major" ]; then # scripts/valgrind.sh runs memcheck with these
+				install -m 644 src/tools/valgrind.supp "$prefix/share/valgrind.supp"
+			fi
 	) >"$FENCELOCK_PG_CACHE/pg-$variant.log" 2>&1 || {
 		echo "building PostgreSQL $variant failed; see $FENCELOCK_PG_CACHE/pg-$variant.log" >&2
 		tail -20 "$FENCELOCK_PG_CACHE/pg-$variant.log" >&2

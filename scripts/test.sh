@@ -2,10 +2,12 @@
 # Run the whole test suite on every supported PostgreSQL major: regression (pg_regress),
 # concurrency (isolation tester), crash, failover, dump/restore, pgbouncer and tool tests (TAP),
 # and a short chaos run.  Installs what it needs, provides each major (scripts/pg.sh: Debian's 15,
-# cached source builds of 17 and 18), builds fencelock with -Werror against each, and starts a
-# throwaway cluster per major as the postgres user.  Exit status 0 only when every suite passed.
+# cached source builds of 17 and 18, and 18-debug: 18 with assertions on), builds fencelock with
+# -Werror against each, and starts a throwaway cluster per major as the postgres user.  Exit
+# status 0 only when every suite passed.
 #
-#   bash scripts/test.sh                  the matrix: 15 and 18 everything, 17 regress + isolation
+#   bash scripts/test.sh                  the matrix: 15, 18 and 18-debug everything, 17 regress +
+#                                         isolation
 #   bash scripts/test.sh --pg 18          one major (all its suites); --pg 15,18 for several;
 #                                         --pg all the matrix (also with PG_BIN)
 #   bash scripts/test.sh --suites regress,isolation [--pg ...]   only these suites
@@ -13,7 +15,7 @@
 #                                         --pg, it stands in for its major
 #
 # The majors run at the same time, each in its own copy of the tree, its own cluster (port
-# FENCELOCK_TEST_PORT + 0, 1, 2 in matrix order; default 54321) and its own temporary directory.
+# FENCELOCK_TEST_PORT + 0, 1, ... in matrix order; default 54321) and its own temporary directory.
 # TAP files run FENCELOCK_PROVE_JOBS at a time (default 2).  "-- " lines report progress as parts
 # finish; then every major's full log follows.  A line per part and per major says how
 # it went and how long it took; the closing line sums every major: "fencelock: N passed, M failed".
@@ -21,7 +23,7 @@ cd "$(dirname "$0")/.."
 . scripts/lib.sh
 
 usage() {
-	sed -n '8,14p' "$0" | sed 's/^# //' >&2
+	sed -n '9,15p' "$0" | sed 's/^# //' >&2
 	exit 2
 }
 
@@ -57,7 +59,7 @@ if [ -n "$FL_PG_BIN_GIVEN" ]; then
 	given_major=$("$PG_BIN/pg_config" --version | sed -n 's/^PostgreSQL \([0-9]*\).*/\1/p')
 	[ -n "$explicit" ] || [ -n "$all" ] || majors=("$given_major")
 fi
-[ ${#majors[@]} -gt 0 ] || majors=($FL_PG_MAJORS)
+[ ${#majors[@]} -gt 0 ] || majors=($FL_PG_MAJORS $FL_PG_VARIANTS)
 
 fl_deps_common
 START=$SECONDS

@@ -125,6 +125,9 @@ extern void fl_try_acquire(text *resource, text *owner, int64 ttl, FlApi api, bo
 extern void fl_count_grant(text *resource, const FlGrant *g);
 extern bool fl_release(text *resource, text *owner, FlApi api);
 
+/* trigger.c: whether a function is fencelock.fence_trigger (by its C symbol, not its name) */
+extern bool fl_is_fence_trigger(Oid fn);
+
 /* count.c: counts of grants, renewals and releases, made when the transaction commits */
 extern void fl_count_at_commit(FlCounter counter, uint64 n);
 

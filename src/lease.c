@@ -593,7 +593,7 @@ fl_release(text *resource, text *owner, FlApi api)
 	if (fencelock_notify)
 		fl_notify("released", resource, fence, NameStr(*fl_holder_name()));
 	/* The next waiter may try now; its grant waits for this transaction's row lock. */
-	fl_queue_wake(fl_resource_key(resource));
+	fl_queue_wake(resource);
 	return true;
 }
 

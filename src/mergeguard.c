@@ -7,43 +7,62 @@
  * the target's range table entry, and ExecBRUpdateTriggers reports that set), so an action that
  * leaves the fence column alone looks as if it assigned it whenever another action does.  The
  * trigger cannot tell which action runs; it can tell whether every UPDATE action of the MERGE
- * assigns the column.  This file keeps a stack of the statements being run (ExecutorRun and
- * ExecutorFinish, where row triggers fire) so that the trigger can look at the innermost one's
- * plan.
+ * assigns the column, from the plan of the statement that fires it.
+ *
+ * That statement is found with hooks on ExecutorRun and ExecutorFinish, where row triggers fire:
+ * each call links a frame, on its own C stack, to a list of the statements being run, innermost
+ * first, and unlinks it when it returns or an error passes through.  Nesting has no limit and
+ * costs no allocation; the innermost frame is the statement whose row fires the trigger.
+ *
+ * Without shared_preload_libraries the library is loaded by the first call of one of its
+ * functions in the session — often the fence trigger itself, in the middle of a statement — and
+ * the statements already running then have no frame.  No statement outlives its transaction, so
+ * until the transaction that loaded the library ends, a trigger that finds no frame may be fired
+ * by one of them: it looks at the client's statement (ActivePortal) when the memory context it
+ * is called in shows that the client's statement is the one firing it; it answers "not a MERGE"
+ * in a logical replication worker, which applies UPDATEs outside any statement; otherwise it
+ * answers FL_MERGE_UNKNOWN, and the trigger takes the stricter answer.  After that transaction,
+ * a trigger fired with no frame is fired outside the executor (logical replication's apply),
+ * by no MERGE.
  */
 #include "postgres.h"
 
+#include "access/xact.h"
 #include "executor/executor.h"
 #include "fencelock.h"
 #include "mergeguard.h"
 #include "nodes/parsenodes.h"
 #include "nodes/plannodes.h"
+#include "replication/logicalworker.h"
 #include "tcop/pquery.h"
+#include "utils/memutils.h"
+#include "utils/portal.h"
 
-#define MAX_TRACKED 64
+/* A statement being run: one per ExecutorRun or ExecutorFinish call in progress. */
+typedef struct RunFrame
+{
+	QueryDesc *queryDesc;
+	struct RunFrame *outer;
+} RunFrame;
 
 static ExecutorRun_hook_type prev_run = NULL;
 static ExecutorFinish_hook_type prev_finish = NULL;
 static bool installed = false;
 
-/* The statements being run, innermost last; deeper nesting is counted but not kept. */
-static QueryDesc *running[MAX_TRACKED];
-static int depth = 0;
+/* The statement being run, innermost; NULL outside the executor. */
+static RunFrame *innermost = NULL;
 
-static void
-push(QueryDesc *qd)
-{
-	if (depth < MAX_TRACKED)
-		running[depth] = qd;
-	depth++;
-}
+/* The library was loaded in this transaction, perhaps while statements ran that have no frame. */
+static bool untracked_possible = false;
 
 static void
 fl_executor_run(FL_EXECUTOR_RUN_PARAMS)
 {
-	int saved = depth;
+	RunFrame frame;
 
-	push(queryDesc);
+	frame.queryDesc = queryDesc;
+	frame.outer = innermost;
+	innermost = &frame;
 	PG_TRY();
 	{
 		if (prev_run)
@@ -53,7 +72,7 @@ fl_executor_run(FL_EXECUTOR_RUN_PARAMS)
 	}
 	PG_FINALLY();
 	{
-		depth = saved;
+		innermost = frame.outer;
 	}
 	PG_END_TRY();
 }
@@ -61,9 +80,11 @@ fl_executor_run(FL_EXECUTOR_RUN_PARAMS)
 static void
 fl_executor_finish(QueryDesc *queryDesc)
 {
-	int saved = depth;
+	RunFrame frame;
 
-	push(queryDesc);
+	frame.queryDesc = queryDesc;
+	frame.outer = innermost;
+	innermost = &frame;
 	PG_TRY();
 	{
 		if (prev_finish)
@@ -73,9 +94,27 @@ fl_executor_finish(QueryDesc *queryDesc)
 	}
 	PG_FINALLY();
 	{
-		depth = saved;
+		innermost = frame.outer;
 	}
 	PG_END_TRY();
+}
+
+/* No statement is running when a transaction ends, so every one from then on has its frame. */
+static void
+at_xact_end(XactEvent event, void *arg)
+{
+	switch (event)
+	{
+		case XACT_EVENT_COMMIT:
+		case XACT_EVENT_PARALLEL_COMMIT:
+		case XACT_EVENT_ABORT:
+		case XACT_EVENT_PARALLEL_ABORT:
+		case XACT_EVENT_PREPARE:
+			untracked_possible = false;
+			break;
+		default:
+			break;
+	}
 }
 
 void
@@ -87,6 +126,13 @@ fl_merge_guard_init(void)
 	ExecutorRun_hook = fl_executor_run;
 	prev_finish = ExecutorFinish_hook;
 	ExecutorFinish_hook = fl_executor_finish;
+	/*
+	 * Loaded inside a transaction (a function's first call, LOAD, CREATE EXTENSION): statements
+	 * may be running.  Loaded by shared_preload_libraries, or at session start by
+	 * session_preload_libraries: none is.
+	 */
+	untracked_possible = IsTransactionState();
+	RegisterXactCallback(at_xact_end, NULL);
 	installed = true;
 }
 
@@ -138,49 +184,16 @@ plan_assigns(Plan *plan, const char *column)
 }
 
 /*
- * No statement tracked: the library was loaded while the statement ran (its first call, without
- * shared_preload_libraries), or the trigger fires outside the executor (COPY has no UPDATE;
- * logical replication applies no MERGE).  The client's own statement is still known.
+ * For one statement's plan: a MERGE, also one in a WITH clause (PostgreSQL 17 on), counts; any
+ * MERGE in the plan is considered, which can only make the answer stricter.
  */
 static FlMergeAssign
-portal_assigns(const char *column)
+stmt_assigns(PlannedStmt *ps, const char *column)
 {
-	ListCell *lc;
-
-	if (ActivePortal == NULL)
-		return FL_MERGE_UNKNOWN;
-	foreach (lc, ActivePortal->stmts)
-	{
-		PlannedStmt *ps = (PlannedStmt *) lfirst(lc);
-
-		if (IsA(ps, PlannedStmt) && ps->commandType == CMD_MERGE)
-			return plan_assigns(ps->planTree, column) == FL_MERGE_PARTIAL ? FL_MERGE_PARTIAL
-																		  : FL_MERGE_UNKNOWN;
-	}
-	return FL_MERGE_UNKNOWN;
-}
-
-/*
- * For a BEFORE UPDATE row trigger: is the statement that fires it a MERGE, and do all of its
- * UPDATE actions assign COLUMN?  A MERGE in a WITH clause (PostgreSQL 17 on) counts too: any
- * MERGE in the innermost statement's plan is considered, which can only make the answer
- * stricter.
- */
-FlMergeAssign
-fl_merge_assigns(const char *column)
-{
-	PlannedStmt *ps;
 	FlMergeAssign result;
 	ListCell *lc;
 
-	if (depth == 0)
-		return portal_assigns(column);
-	if (depth > MAX_TRACKED)
-		return FL_MERGE_UNKNOWN;
-	ps = running[depth - 1]->plannedstmt;
-	if (ps == NULL)
-		return FL_MERGE_NONE;
-	if (ps->commandType != CMD_MERGE && !ps->hasModifyingCTE)
+	if (ps == NULL || (ps->commandType != CMD_MERGE && !ps->hasModifyingCTE))
 		return FL_MERGE_NONE;
 	result = plan_assigns(ps->planTree, column);
 	if (result == FL_MERGE_PARTIAL)
@@ -195,4 +208,63 @@ fl_merge_assigns(const char *column)
 			result = sub;
 	}
 	return result;
+}
+
+/*
+ * With no frame: is the trigger fired by the client's own statement, the active portal's?  A row
+ * trigger is called in the per-tuple memory context of the executor state of the statement that
+ * fires it, a child of the context the statement was started in; a portal starts its statements
+ * in its own context, while statements run by functions (SPI, SQL functions) start in contexts
+ * of their own.  A portal of a utility command (EXPLAIN ANALYZE runs its statement in the
+ * portal's context) does not count.  NIL when not shown.
+ */
+static List *
+firing_portal_stmts(void)
+{
+	MemoryContext query_cxt = MemoryContextGetParent(CurrentMemoryContext);
+	ListCell *lc;
+
+	if (ActivePortal == NULL || query_cxt == NULL ||
+		MemoryContextGetParent(query_cxt) != ActivePortal->portalContext)
+		return NIL;
+	foreach (lc, ActivePortal->stmts)
+	{
+		PlannedStmt *ps = (PlannedStmt *) lfirst(lc);
+
+		if (!IsA(ps, PlannedStmt) || ps->commandType == CMD_UTILITY || ps->utilityStmt != NULL)
+			return NIL;
+	}
+	return ActivePortal->stmts;
+}
+
+/*
+ * For a BEFORE UPDATE row trigger, called in the memory context the trigger was called in: is
+ * the statement that fires it a MERGE, and do all of its UPDATE actions assign COLUMN?
+ */
+FlMergeAssign
+fl_merge_assigns(const char *column)
+{
+	List *stmts;
+	FlMergeAssign result = FL_MERGE_NONE;
+	ListCell *lc;
+
+	if (innermost != NULL)
+		return stmt_assigns(innermost->queryDesc->plannedstmt, column);
+	stmts = firing_portal_stmts();
+	if (stmts != NIL)
+	{
+		foreach (lc, stmts)
+		{
+			FlMergeAssign one = stmt_assigns((PlannedStmt *) lfirst(lc), column);
+
+			if (one == FL_MERGE_PARTIAL)
+				return one;
+			if (one == FL_MERGE_ALL)
+				result = one;
+		}
+		return result;
+	}
+	if (!untracked_possible || (ActivePortal == NULL && IsLogicalWorker()))
+		return FL_MERGE_NONE;
+	return FL_MERGE_UNKNOWN;
 }

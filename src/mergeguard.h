@@ -12,10 +12,11 @@ typedef enum FlMergeAssign
 	FL_MERGE_NONE,    /* not a MERGE: tg_updatedcols is exact */
 	FL_MERGE_ALL,     /* a MERGE whose every UPDATE action assigns the column */
 	FL_MERGE_PARTIAL, /* a MERGE with an UPDATE action that leaves the column alone */
-	FL_MERGE_UNKNOWN  /* the statement started before this library was loaded */
+	FL_MERGE_UNKNOWN  /* perhaps a statement started before this library was loaded */
 } FlMergeAssign;
 
 extern void fl_merge_guard_init(void);
+/* Called by the trigger in the memory context it was called in. */
 extern FlMergeAssign fl_merge_assigns(const char *column);
 
 #endif /* FENCELOCK_MERGEGUARD_H */

@@ -185,7 +185,14 @@ fl_session_exit(int code, Datum arg)
 				fl_notify("session_ended", resource, fence,
 						  isnull ? NULL : NameStr(*DatumGetName(holder)));
 				fl_count_at_commit(FL_RELEASES, 1);
-				woken = lappend(woken, (void *) (uintptr_t) fl_resource_key(resource));
+				{
+					/* Woken after SPI_finish and the commit: the name is kept outside SPI. */
+					MemoryContext spi = MemoryContextSwitchTo(TopMemoryContext);
+
+					woken = lappend(woken, cstring_to_text_with_len(VARDATA_ANY(resource),
+																	VARSIZE_ANY_EXHDR(resource)));
+					MemoryContextSwitchTo(spi);
+				}
 			}
 			fl_end(&session);
 			PopActiveSnapshot();
@@ -207,7 +214,7 @@ fl_session_exit(int code, Datum arg)
 		ListCell *lc;
 
 		foreach (lc, woken)
-			fl_queue_wake((uint64) (uintptr_t) lfirst(lc));
+			fl_queue_wake((text *) lfirst(lc));
 	}
 }
 

@@ -35,6 +35,8 @@
 #include <stddef.h>
 
 #include "access/sysattr.h"
+#include "catalog/pg_language.h"
+#include "catalog/pg_proc.h"
 #include "catalog/pg_type.h"
 #include "commands/trigger.h"
 #include "fencelock.h"
@@ -42,12 +44,14 @@
 #include "mergeguard.h"
 #include "shmem.h"
 #include "nodes/bitmapset.h"
+#include "replication/logicalworker.h"
 #include "utils/builtins.h"
 #include "utils/hsearch.h"
 #include "utils/inval.h"
 #include "utils/lsyscache.h"
 #include "utils/memutils.h"
 #include "utils/rel.h"
+#include "utils/syscache.h"
 
 PG_FUNCTION_INFO_V1(fencelock_fence_trigger);
 
@@ -290,6 +294,35 @@ resolve(FenceTrigger *ft, TriggerData *trigdata)
 	namestrcpy(&ft->column, column);
 }
 
+/*
+ * Whether a function is the fence trigger: a C function whose symbol, loaded, is this library's
+ * fencelock_fence_trigger.  Not by name: a schema planted under the name "fencelock" could hold a
+ * function called fence_trigger that fences nothing.  Only a function whose symbol name matches
+ * is looked up (which loads its library), not every C trigger function.
+ */
+bool
+fl_is_fence_trigger(Oid fn)
+{
+	HeapTuple tuple = SearchSysCache1(PROCOID, ObjectIdGetDatum(fn));
+	bool candidate = false;
+	FmgrInfo finfo;
+
+	if (!HeapTupleIsValid(tuple))
+		return false;
+	if (((Form_pg_proc) GETSTRUCT(tuple))->prolang == ClanguageId)
+	{
+		bool isnull;
+		Datum src = SysCacheGetAttr(PROCOID, tuple, Anum_pg_proc_prosrc, &isnull);
+
+		candidate = !isnull && strcmp(TextDatumGetCString(src), "fencelock_fence_trigger") == 0;
+	}
+	ReleaseSysCache(tuple);
+	if (!candidate)
+		return false;
+	fmgr_info(fn, &finfo);
+	return finfo.fn_addr == fencelock_fence_trigger;
+}
+
 static FenceTrigger *
 lookup(TriggerData *trigdata)
 {
@@ -330,15 +363,21 @@ fence_value(Datum d, Oid typid)
 }
 
 pg_noreturn static void reject_unfenced(Relation rel, FenceTrigger *ft, FlWrite write,
-										const char *why);
+										const char *why, const char *hint);
 
-/* FL002, for a write of the given kind; WHY is the detail, a full sentence. */
+/*
+ * FL002, for a write of the given kind; WHY is the detail, a full sentence; HINT, when not NULL,
+ * replaces the usual hint.
+ */
 static void
-reject_unfenced(Relation rel, FenceTrigger *ft, FlWrite write, const char *why)
+reject_unfenced(Relation rel, FenceTrigger *ft, FlWrite write, const char *why, const char *hint)
 {
 	fl_count_table(RelationGetRelid(rel), false);
 	if (fencelock_log_level >= 0)
 		ereport(fencelock_log_level, (fl_errmsg_unfenced(write, rel), errdetail("%s", why)));
+	if (hint != NULL)
+		ereport(ERROR, (errcode(ERRCODE_FENCELOCK_UNFENCED), fl_errmsg_unfenced(write, rel),
+						errdetail("%s", why), errhint("%s", hint), errtablecol(rel, ft->attnum)));
 	if (ft->mode == MODE_ROW)
 		ereport(ERROR, (errcode(ERRCODE_FENCELOCK_UNFENCED), fl_errmsg_unfenced(write, rel),
 						errdetail("%s", why),
@@ -356,32 +395,54 @@ reject_unfenced(Relation rel, FenceTrigger *ft, FlWrite write, const char *why)
 #define MERGE_WHY                                                                                  \
 	"The MERGE has an UPDATE action that does not assign the fence column, and PostgreSQL "        \
 	"reports the columns of all its UPDATE actions together."
+#define UNLOADED_WHY                                                                               \
+	"fencelock was loaded while this statement ran, so the trigger cannot tell whether the "       \
+	"statement is a MERGE with an UPDATE action that does not assign the fence column; the "       \
+	"fence did not change."
+#define UNLOADED_HINT                                                                              \
+	"Load fencelock before the statement: add it to shared_preload_libraries or "                  \
+	"session_preload_libraries, or call one of its functions, such as fencelock.current_fence, "   \
+	"in an earlier statement of the session."
 
 /*
- * Did this UPDATE assign the fence column?  NULL if so; otherwise why not.  A MERGE reports the
- * union of its UPDATE actions' columns: when one of them leaves the column alone and the fence
- * did not change, the trigger cannot tell that action from one that set the same fence, and
- * takes the safe answer.
+ * Did this UPDATE assign the fence column?  NULL if so; otherwise why not (and *HINT, when the
+ * usual hint does not fit).  A MERGE reports the union of its UPDATE actions' columns: when one
+ * of them leaves the column alone and the fence did not change, the trigger cannot tell that
+ * action from one that set the same fence, and takes the safe answer; so it does when it cannot
+ * tell whether the statement is such a MERGE (mergeguard.c).
  */
 static const char *
-update_unassigned(TriggerData *trigdata, FenceTrigger *ft)
+update_unassigned(TriggerData *trigdata, FenceTrigger *ft, const char **hint)
 {
 	Relation rel = trigdata->tg_relation;
+	const char *why = MERGE_WHY;
+	const char *unloaded_hint = NULL;
 	Datum oldd;
 	Datum newd;
 	bool oldnull;
 	bool newnull;
 
+	*hint = NULL;
 	if (!bms_is_member(ft->attnum - FirstLowInvalidHeapAttributeNumber, trigdata->tg_updatedcols))
 		return "The UPDATE does not assign the fence column.";
-	if (fl_merge_assigns(NameStr(ft->column)) != FL_MERGE_PARTIAL)
-		return NULL;
+	switch (fl_merge_assigns(NameStr(ft->column)))
+	{
+		case FL_MERGE_PARTIAL:
+			break;
+		case FL_MERGE_UNKNOWN:
+			why = UNLOADED_WHY;
+			unloaded_hint = UNLOADED_HINT;
+			break;
+		default:
+			return NULL;
+	}
 	oldd = heap_getattr(trigdata->tg_trigtuple, ft->attnum, RelationGetDescr(rel), &oldnull);
 	newd = heap_getattr(trigdata->tg_newtuple, ft->attnum, RelationGetDescr(rel), &newnull);
 	if (oldnull != newnull ||
 		(!oldnull && fence_value(oldd, ft->typid) != fence_value(newd, ft->typid)))
 		return NULL; /* the fence changed: this action assigned it */
-	return MERGE_WHY;
+	*hint = unloaded_hint;
+	return why;
 }
 
 /* The fence a new row carries; FL002 when NULL. */
@@ -392,7 +453,7 @@ new_fence(Relation rel, FenceTrigger *ft, HeapTuple tuple, FlWrite write)
 	Datum d = heap_getattr(tuple, ft->attnum, RelationGetDescr(rel), &isnull);
 
 	if (isnull)
-		reject_unfenced(rel, ft, write, "The new fence is NULL.");
+		reject_unfenced(rel, ft, write, "The new fence is NULL.", NULL);
 	return fence_value(d, ft->typid);
 }
 
@@ -402,7 +463,8 @@ row_update(TriggerData *trigdata, FenceTrigger *ft)
 {
 	Relation rel = trigdata->tg_relation;
 	HeapTuple newtuple = trigdata->tg_newtuple;
-	const char *why = update_unassigned(trigdata, ft);
+	const char *hint;
+	const char *why = update_unassigned(trigdata, ft, &hint);
 	Datum d;
 	bool isnull;
 	int64 stored;
@@ -412,7 +474,7 @@ row_update(TriggerData *trigdata, FenceTrigger *ft)
 	{
 		if (ft->allow_unfenced)
 			return PointerGetDatum(newtuple);
-		reject_unfenced(rel, ft, FL_WRITE_UPDATE, why);
+		reject_unfenced(rel, ft, FL_WRITE_UPDATE, why, hint);
 	}
 	fence = new_fence(rel, ft, newtuple, FL_WRITE_UPDATE);
 
@@ -471,7 +533,8 @@ row_lease(Relation rel, FenceTrigger *ft, const char *lease, HeapTuple tuple, Fl
 	if (isnull)
 		reject_unfenced(rel, ft, write,
 						psprintf("Lease column \"%s\" is NULL: the row names no lease.",
-								 get_attname(ft->relid, ft->lease_attnum, false)));
+								 get_attname(ft->relid, ft->lease_attnum, false)),
+						NULL);
 	return TextDatumGetCString(d);
 }
 
@@ -486,7 +549,8 @@ lease_write(TriggerData *trigdata, FenceTrigger *ft, const char *lease)
 	{
 		if (ft->mode == MODE_LEASE_COLUMN)
 			reject_unfenced(rel, ft, FL_WRITE_TRUNCATE,
-							"The table names its lease per row; a TRUNCATE cannot show them.");
+							"The table names its lease per row; a TRUNCATE cannot show them.",
+							NULL);
 		fl_check_lease_shown(rel, ft->attnum, lease, FL_WRITE_TRUNCATE);
 		return PointerGetDatum(NULL);
 	}
@@ -511,14 +575,15 @@ lease_write(TriggerData *trigdata, FenceTrigger *ft, const char *lease)
 	{
 		HeapTuple old = trigdata->tg_trigtuple;
 		HeapTuple tuple = trigdata->tg_newtuple;
-		const char *why = update_unassigned(trigdata, ft);
+		const char *hint;
+		const char *why = update_unassigned(trigdata, ft, &hint);
 		const char *new_lease;
 		const char *old_lease;
 
 		if (why != NULL)
 		{
 			if (!ft->allow_unfenced)
-				reject_unfenced(rel, ft, FL_WRITE_UPDATE, why);
+				reject_unfenced(rel, ft, FL_WRITE_UPDATE, why, hint);
 			old_lease = row_lease(rel, ft, lease, old, FL_WRITE_UPDATE);
 			fl_check_lease_shown(rel, ft->attnum, old_lease, FL_WRITE_UPDATE);
 			new_lease = row_lease(rel, ft, lease, tuple, FL_WRITE_UPDATE);
@@ -544,6 +609,25 @@ lease_write(TriggerData *trigdata, FenceTrigger *ft, const char *lease)
 	}
 }
 
+/*
+ * A change that logical replication applies (a trigger ENABLE ALWAYS or ENABLE REPLICA fires in
+ * its workers: the initial table sync's COPY, and the apply of each change) was checked where it
+ * was made, against the publisher's leases; this server's leases know nothing of them, and a
+ * refusal would stop the subscription for good (the worker retries the same change forever).
+ * It passes unchecked.  Every other session is checked, session_replication_role = replica too.
+ */
+static Datum
+replicated_write(TriggerData *trigdata)
+{
+	TriggerEvent ev = trigdata->tg_event;
+
+	if (TRIGGER_FIRED_BY_TRUNCATE(ev))
+		return PointerGetDatum(NULL);
+	if (TRIGGER_FIRED_BY_UPDATE(ev))
+		return PointerGetDatum(trigdata->tg_newtuple);
+	return PointerGetDatum(trigdata->tg_trigtuple);
+}
+
 Datum
 fencelock_fence_trigger(PG_FUNCTION_ARGS)
 {
@@ -564,9 +648,13 @@ fencelock_fence_trigger(PG_FUNCTION_ARGS)
 	if (ft.mode == MODE_ROW)
 	{
 		check_firing_row(trigdata);
+		if (IsLogicalWorker())
+			return replicated_write(trigdata);
 		return row_update(trigdata, &ft);
 	}
 	check_firing_lease(trigdata);
+	if (IsLogicalWorker())
+		return replicated_write(trigdata);
 	if (ft.mode == MODE_LEASE)
 		strlcpy(lease, entry->lease, sizeof(lease));
 	else

@@ -142,11 +142,9 @@ fl_wait_turn(long ms)
 static bool
 fl_queued_ahead(text *resource, text *owner)
 {
-	uint64 key = fl_resource_key(resource);
-
-	if (fl_queue_my_key() == key && fl_queue_is_head())
+	if (fl_queue_is_mine(resource) && fl_queue_is_head())
 		return false;
-	return fl_queue_length(key) > 0 && !fl_holds(resource, owner);
+	return fl_queue_length(resource) > 0 && !fl_holds(resource, owner);
 }
 
 /*
@@ -237,7 +235,6 @@ fl_acquire_set(text **res, int n, text *owner, int64 ttl, TimestampTz deadline, 
 	{
 		for (;;)
 		{
-			uint64 key;
 			TimestampTz holder_expires = 0;
 			TimestampTz now;
 			int busy;
@@ -248,7 +245,7 @@ fl_acquire_set(text **res, int n, text *owner, int64 ttl, TimestampTz deadline, 
 			 * cancels any prepared condition-variable sleep, so we prepare only afterwards.
 			 */
 			fl_queue_clear_woken();
-			if (fl_queue_my_key() == 0 || fl_queue_is_head())
+			if (!fl_queue_queued() || fl_queue_is_head())
 			{
 				/* A waiter whose client is gone must not take the lease it was woken for. */
 				if (waited)
@@ -261,8 +258,7 @@ fl_acquire_set(text **res, int n, text *owner, int64 ttl, TimestampTz deadline, 
 				}
 				if (once)
 					break;
-				key = fl_resource_key(res[busy]);
-				if (fl_queue_my_key() != key)
+				if (!fl_queue_is_mine(res[busy]))
 				{
 					/* Give up the place in the old queue: its next waiter may try. */
 					fl_queue_leave(true);
@@ -275,7 +271,7 @@ fl_acquire_set(text **res, int n, text *owner, int64 ttl, TimestampTz deadline, 
 						fl_count(FL_WAITS, 1);
 						waited = true;
 					}
-					fl_queue_enter(key);
+					fl_queue_enter(res[busy]);
 					/*
 					 * A release between the round and joining the queue woke nobody: look again
 					 * (once; without shared memory nothing wakes a poller, so it just sleeps).

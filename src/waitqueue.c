@@ -5,6 +5,18 @@
  * for a resource (the head) tries to acquire, so a release wakes one waiter, in arrival order,
  * and a waiting newcomer queues behind those already waiting.  A release signals the head's own
  * condition variable; a head that leaves without the lease signals the next one.
+ *
+ * A resource is its database and its whole name: every slot keeps the name it waits for, and
+ * two slots wait for the same resource only when database, length and bytes are equal.  The
+ * slot's 64-bit hash of the name only lets a scan skip other resources' slots quickly; it is no
+ * identity.  (It is hash_bytes_extended, which an ordinary role can make collide at will: when the
+ * hash was the identity, a colliding name's waiter stood ahead of every waiter of the real
+ * resource, which then timed out.)  The names take FENCELOCK_MAX_RESOURCE_LEN bytes per slot,
+ * kept apart from the slots so a scan touches only the small part.
+ *
+ * Locking: the queue's lock guards every slot's resource and ticket and next_ticket; a backend
+ * writes only its own slot, under the lock held exclusively, and may read its own slot without
+ * the lock.  woken and the condition variable need no lock.
  */
 #include "postgres.h"
 
@@ -26,7 +38,9 @@ PG_FUNCTION_INFO_V1(fencelock_waiters);
 
 typedef struct FlWaiter
 {
-	uint64 key; /* resource hash; 0 when the slot is free */
+	Oid dbid;    /* the resource's database; InvalidOid when the slot is free */
+	uint32 len;  /* the length of its name (the bytes: fl_slot_name) */
+	uint64 hash; /* of the name, seeded with dbid: a filter, not the identity */
 	uint64 ticket;
 	pg_atomic_uint32 woken; /* set by a wake-up, cleared by the waiter before it looks */
 	ConditionVariable cv;
@@ -34,12 +48,22 @@ typedef struct FlWaiter
 
 typedef struct FlQueue
 {
-	LWLock *lock; /* guards the slots' keys and tickets, and next_ticket */
+	LWLock *lock; /* guards the slots' resources and tickets, and next_ticket */
 	uint64 next_ticket;
 	pg_atomic_uint32 nwaiting; /* slots in use: lets release skip the queue when 0 */
 	int nslots;
 	FlWaiter slots[FLEXIBLE_ARRAY_MEMBER];
+	/* then nslots names of FENCELOCK_MAX_RESOURCE_LEN bytes each (fl_slot_name) */
 } FlQueue;
+
+/* A resource as the queue compares it. */
+typedef struct FlQueueKey
+{
+	Oid dbid;
+	uint32 len;
+	uint64 hash;
+	const char *name;
+} FlQueueKey;
 
 static FlQueue *fl_queue = NULL;
 static FlWaiter *my_slot = NULL;
@@ -54,7 +78,16 @@ fl_nslots(void)
 Size
 fl_queue_shmem_size(void)
 {
-	return add_size(offsetof(FlQueue, slots), mul_size(fl_nslots(), sizeof(FlWaiter)));
+	Size slots = add_size(offsetof(FlQueue, slots), mul_size(fl_nslots(), sizeof(FlWaiter)));
+
+	return add_size(slots, mul_size(fl_nslots(), FENCELOCK_MAX_RESOURCE_LEN));
+}
+
+static char *
+fl_slot_name(const FlWaiter *w)
+{
+	return (char *) &fl_queue->slots[fl_queue->nslots] +
+		   (Size) (w - fl_queue->slots) * FENCELOCK_MAX_RESOURCE_LEN;
 }
 
 /* Attach (and in the postmaster, initialise); the caller holds AddinShmemInitLock. */
@@ -72,34 +105,50 @@ fl_queue_shmem_startup(void)
 	fl_queue->nslots = fl_nslots();
 	for (int i = 0; i < fl_queue->nslots; i++)
 	{
-		fl_queue->slots[i].key = 0;
+		fl_queue->slots[i].dbid = InvalidOid;
+		fl_queue->slots[i].len = 0;
+		fl_queue->slots[i].hash = 0;
 		fl_queue->slots[i].ticket = 0;
 		pg_atomic_init_u32(&fl_queue->slots[i].woken, 0);
 		ConditionVariableInit(&fl_queue->slots[i].cv);
 	}
 }
 
-uint64
-fl_resource_key(text *resource)
+/*
+ * The queue's key of a resource of the current database.  False for a name longer than a slot
+ * holds: no waiter can be queued for it (every waiting acquire checked its resource's length).
+ */
+static bool
+fl_key(text *resource, FlQueueKey *key)
 {
-	/* Seeded with the database: the same name in two databases is two resources. */
-	uint64 h = hash_bytes_extended((const unsigned char *) VARDATA_ANY(resource),
-								   VARSIZE_ANY_EXHDR(resource), MyDatabaseId);
+	key->dbid = MyDatabaseId;
+	key->len = VARSIZE_ANY_EXHDR(resource);
+	key->name = VARDATA_ANY(resource);
+	/* Seeded with the database: the same name in two databases lands apart. */
+	key->hash = hash_bytes_extended((const unsigned char *) key->name, key->len, MyDatabaseId);
+	return key->len <= FENCELOCK_MAX_RESOURCE_LEN && OidIsValid(key->dbid);
+}
 
-	return h == 0 ? 1 : h;
+/* Whether a slot waits for the resource; the caller holds the lock (or the slot is its own). */
+static bool
+fl_slot_is(const FlWaiter *w, const FlQueueKey *key)
+{
+	return w->hash == key->hash && w->dbid == key->dbid && w->len == key->len &&
+		   memcmp(fl_slot_name(w), key->name, key->len) == 0;
 }
 
 /* Waiters queued for a resource; 0 without shared memory. */
 int
-fl_queue_length(uint64 key)
+fl_queue_length(text *resource)
 {
+	FlQueueKey key;
 	int n = 0;
 
-	if (fl_queue == NULL || pg_atomic_read_u32(&fl_queue->nwaiting) == 0)
+	if (fl_queue == NULL || pg_atomic_read_u32(&fl_queue->nwaiting) == 0 || !fl_key(resource, &key))
 		return 0;
 	LWLockAcquire(fl_queue->lock, LW_SHARED);
 	for (int i = 0; i < fl_queue->nslots; i++)
-		if (fl_queue->slots[i].key == key)
+		if (fl_slot_is(&fl_queue->slots[i], &key))
 			n++;
 	LWLockRelease(fl_queue->lock);
 	return n;
@@ -108,15 +157,20 @@ fl_queue_length(uint64 key)
 static void
 fl_queue_exit_cb(int code, Datum arg)
 {
-	if (my_slot != NULL && my_slot->key != 0)
+	if (fl_queue_queued())
 		fl_queue_leave(true);
 }
 
+/* Queue for a resource (at most FENCELOCK_MAX_RESOURCE_LEN bytes, as every argument is). */
 void
-fl_queue_enter(uint64 key)
+fl_queue_enter(text *resource)
 {
+	FlQueueKey key;
+
 	if (fl_queue == NULL)
 		return;
+	if (!fl_key(resource, &key))
+		elog(ERROR, "resource of %u bytes cannot be queued", key.len);
 	if (!exit_cb_registered)
 	{
 		before_shmem_exit(fl_queue_exit_cb, (Datum) 0);
@@ -124,24 +178,34 @@ fl_queue_enter(uint64 key)
 	}
 	my_slot = &fl_queue->slots[FL_MY_PROCNO];
 	LWLockAcquire(fl_queue->lock, LW_EXCLUSIVE);
-	my_slot->key = key;
+	my_slot->dbid = key.dbid;
+	my_slot->len = key.len;
+	my_slot->hash = key.hash;
+	memcpy(fl_slot_name(my_slot), key.name, key.len);
 	my_slot->ticket = fl_queue->next_ticket++;
 	pg_atomic_fetch_add_u32(&fl_queue->nwaiting, 1);
 	LWLockRelease(fl_queue->lock);
 }
 
-/* The resource this backend is queued for, or 0 (also without shared memory). */
-uint64
-fl_queue_my_key(void)
+/* Whether this backend is queued (never without shared memory). */
+bool
+fl_queue_queued(void)
 {
-	if (fl_queue == NULL || my_slot == NULL)
-		return 0;
-	return my_slot->key;
+	return fl_queue != NULL && my_slot != NULL && OidIsValid(my_slot->dbid);
 }
 
-/* The waiting slot with the lowest ticket for key, or NULL; caller holds the lock. */
+/* Whether this backend is queued for this resource. */
+bool
+fl_queue_is_mine(text *resource)
+{
+	FlQueueKey key;
+
+	return fl_queue_queued() && fl_key(resource, &key) && fl_slot_is(my_slot, &key);
+}
+
+/* The waiting slot with the lowest ticket for the resource, or NULL; caller holds the lock. */
 static FlWaiter *
-fl_queue_head(uint64 key)
+fl_queue_head(const FlQueueKey *key)
 {
 	FlWaiter *head = NULL;
 
@@ -149,7 +213,7 @@ fl_queue_head(uint64 key)
 	{
 		FlWaiter *w = &fl_queue->slots[i];
 
-		if (w->key == key && (head == NULL || w->ticket < head->ticket))
+		if (fl_slot_is(w, key) && (head == NULL || w->ticket < head->ticket))
 			head = w;
 	}
 	return head;
@@ -159,12 +223,17 @@ fl_queue_head(uint64 key)
 bool
 fl_queue_is_head(void)
 {
+	FlQueueKey key;
 	bool head;
 
-	if (fl_queue == NULL || my_slot == NULL)
+	if (!fl_queue_queued())
 		return true;
+	key.dbid = my_slot->dbid;
+	key.len = my_slot->len;
+	key.hash = my_slot->hash;
+	key.name = fl_slot_name(my_slot);
 	LWLockAcquire(fl_queue->lock, LW_SHARED);
-	head = fl_queue_head(my_slot->key) == my_slot;
+	head = fl_queue_head(&key) == my_slot;
 	LWLockRelease(fl_queue->lock);
 	return head;
 }
@@ -211,41 +280,55 @@ fl_queue_sleep(long timeout_ms)
 	(void) ConditionVariableTimedSleep(&my_slot->cv, timeout_ms, FL_WAIT_EVENT_ACQUIRE);
 }
 
-/* Leave the queue; when we leave without the lease, the next waiter gets its turn to try. */
-void
-fl_queue_leave(bool wake_next)
+/* Tell a head waiter that its turn has come. */
+static void
+fl_signal(FlWaiter *head)
 {
-	uint64 key;
-
-	if (fl_queue == NULL || my_slot == NULL || my_slot->key == 0)
-		return;
-	ConditionVariableCancelSleep();
-	LWLockAcquire(fl_queue->lock, LW_EXCLUSIVE);
-	key = my_slot->key;
-	my_slot->key = 0;
-	my_slot->ticket = 0;
-	pg_atomic_fetch_sub_u32(&fl_queue->nwaiting, 1);
-	LWLockRelease(fl_queue->lock);
-	if (wake_next)
-		fl_queue_wake(key);
-}
-
-/* Wake the head waiter for a resource, if any: a release made its turn. */
-void
-fl_queue_wake(uint64 key)
-{
-	FlWaiter *head;
-
-	if (fl_queue == NULL || pg_atomic_read_u32(&fl_queue->nwaiting) == 0)
-		return;
-	LWLockAcquire(fl_queue->lock, LW_SHARED);
-	head = fl_queue_head(key);
-	LWLockRelease(fl_queue->lock);
 	if (head != NULL)
 	{
 		pg_atomic_write_u32(&head->woken, 1);
 		ConditionVariableSignal(&head->cv);
 	}
+}
+
+/* Leave the queue; when we leave without the lease, the next waiter gets its turn to try. */
+void
+fl_queue_leave(bool wake_next)
+{
+	FlQueueKey key;
+	FlWaiter *next = NULL;
+
+	if (!fl_queue_queued())
+		return;
+	ConditionVariableCancelSleep();
+	LWLockAcquire(fl_queue->lock, LW_EXCLUSIVE);
+	/* Our slot's name stays in place: only this backend writes it. */
+	key.dbid = my_slot->dbid;
+	key.len = my_slot->len;
+	key.hash = my_slot->hash;
+	key.name = fl_slot_name(my_slot);
+	my_slot->dbid = InvalidOid;
+	my_slot->ticket = 0;
+	pg_atomic_fetch_sub_u32(&fl_queue->nwaiting, 1);
+	if (wake_next)
+		next = fl_queue_head(&key);
+	LWLockRelease(fl_queue->lock);
+	fl_signal(next);
+}
+
+/* Wake the head waiter for a resource, if any: a release made its turn. */
+void
+fl_queue_wake(text *resource)
+{
+	FlQueueKey key;
+	FlWaiter *head;
+
+	if (fl_queue == NULL || pg_atomic_read_u32(&fl_queue->nwaiting) == 0 || !fl_key(resource, &key))
+		return;
+	LWLockAcquire(fl_queue->lock, LW_SHARED);
+	head = fl_queue_head(&key);
+	LWLockRelease(fl_queue->lock);
+	fl_signal(head);
 }
 
 /* SQL: waiters queued for a resource; NULL without shared memory. */
@@ -254,5 +337,5 @@ fencelock_waiters(PG_FUNCTION_ARGS)
 {
 	if (fl_queue == NULL || PG_ARGISNULL(0))
 		PG_RETURN_NULL();
-	PG_RETURN_INT32(fl_queue_length(fl_resource_key(PG_GETARG_TEXT_PP(0))));
+	PG_RETURN_INT32(fl_queue_length(PG_GETARG_TEXT_PP(0)));
 }

@@ -1,7 +1,7 @@
 /*
  * waitqueue.h — the queue of backends waiting for a lease, in shared memory: FIFO per resource
- * (by hash), one entry per backend.  Without preload every function here is a no-op and a waiter
- * is its own head: it polls.
+ * (its database and its whole name), one entry per backend.  Without preload every function here
+ * is a no-op and a waiter is its own head: it polls.
  */
 #ifndef FENCELOCK_WAITQUEUE_H
 #define FENCELOCK_WAITQUEUE_H
@@ -12,16 +12,16 @@
 extern Size fl_queue_shmem_size(void);
 extern void fl_queue_shmem_startup(void);
 
-extern uint64 fl_resource_key(text *resource);
-extern int fl_queue_length(uint64 key);
-extern void fl_queue_enter(uint64 key);
-extern uint64 fl_queue_my_key(void);
+extern int fl_queue_length(text *resource);
+extern void fl_queue_enter(text *resource);
+extern bool fl_queue_queued(void);
+extern bool fl_queue_is_mine(text *resource);
 extern bool fl_queue_is_head(void);
 extern void fl_queue_prepare(void);
 extern void fl_queue_clear_woken(void);
 extern bool fl_queue_woken(void);
 extern void fl_queue_sleep(long timeout_ms);
 extern void fl_queue_leave(bool wake_next);
-extern void fl_queue_wake(uint64 key);
+extern void fl_queue_wake(text *resource);
 
 #endif /* FENCELOCK_WAITQUEUE_H */

@@ -98,6 +98,47 @@ $new->command_ok([ 'pg_restore', '-d', $new->connstr('copy2'), "$tmp/custom.dump
 	'pg_restore into a new cluster');
 check_restored($new, 'copy2', 'new cluster');
 
+# Issue 20, defect 10: an older dump.  The old database goes on granting after the dump was
+# taken: dr:free twice more (fences 3 and 4), and dr:late, a resource the dump never saw (6,
+# above the floor).  Restored, the dump knows none of it: its next grant of dr:free would be 3
+# again, a fence already issued (shown in a transaction rolled back, which issues nothing).
+# README's procedure: before letting clients in, raise_fences() above every fence the old
+# cluster can have issued; its timeline T gives the bound T << 48.
+$node->safe_psql('postgres', q{
+	SELECT fencelock.acquire('dr:free', 'late-1', '1 hour'); SELECT fencelock.release('dr:free', 'late-1');
+	SELECT fencelock.acquire('dr:free', 'late-2', '1 hour');
+	SELECT fencelock.acquire('dr:late', 'late-1', '1 hour');
+});
+my %after_dump = map { $_->[0] => $_->[1] } fl_parse_rows($node->safe_psql('postgres',
+	"SELECT resource, fence FROM fencelock.lease WHERE resource IN ('dr:free', 'dr:late')"));
+is_deeply(\%after_dump, { 'dr:free' => 4, 'dr:late' => 6 }, 'the old database issued fences after the dump');
+my $max_after = $node->safe_psql('postgres', 'SELECT max(fence) FROM fencelock.lease');
+
+$node->safe_psql('postgres', 'CREATE DATABASE copy3');
+$node->command_ok(
+	[ 'psql', '-X', '-q', '-v', 'ON_ERROR_STOP=1', '-d', $node->connstr('copy3'), '-f', "$tmp/plain.sql" ],
+	'older dump: restored into a new database');
+is($node->safe_psql('copy3', q{
+	BEGIN;
+	SELECT fencelock.acquire('dr:free', 'probe');
+	ROLLBACK;}),
+	'3', 'older dump, the limit: without raise_fences the next grant repeats fence 3, issued after the dump');
+
+my $timeline = $node->safe_psql('postgres', 'SELECT timeline_id FROM pg_control_checkpoint()');
+is($node->safe_psql('copy3', "SELECT fencelock.raise_fences(${timeline}::bigint << 48)"),
+	'3', "raise_fences(T << 48) with the old cluster's timeline T = $timeline raised every lease row");
+is($node->safe_psql('copy3', q{
+	SELECT fencelock.renew('dr:held', 'holder', '1 hour'), fencelock.renew('dr:app', 'app-token', '1 hour')}),
+	'f|f', 'the holders from before the dump have lost their leases');
+my ($free, $late, $held) = split /\|/, $node->safe_psql('copy3', q{
+	SELECT fencelock.acquire('dr:free', 'new-1'), fencelock.acquire('dr:late', 'new-1'),
+	       fencelock.acquire('dr:held', 'new-1')});
+cmp_ok($free, '>', $max_after, "dr:free's next fence $free exceeds every fence the old database issued");
+cmp_ok($late, '>', $max_after, "so does that of dr:late, which the dump lacks ($late)");
+cmp_ok($held, '>', 3, "and that of dr:held ($held)");
+my ($state) = fl_error($node, 'copy3', "SELECT fencelock.assert_fence('dr:held', 3)");
+is($state, 'FL001', 'the fence held before the dump is refused');
+
 fl_no_crash($node, 'dump');
 fl_no_crash($new, 'restore');
 done_testing();
