@@ -19,6 +19,7 @@
 #include "catalog/pg_class.h"
 #include "catalog/pg_extension.h"
 #include "catalog/pg_namespace.h"
+#include "catalog/pg_type.h"
 #include "commands/extension.h"
 #include "fencelock.h"
 #include "miscadmin.h"
@@ -436,10 +437,24 @@ fl_subxact_end(FlSubxact *x, bool commit)
 	CurrentResourceOwner = x->owner;
 }
 
+/*
+ * A bigint of the last result.  A superuser may have given a column of fencelock's tables another
+ * type (ALTER TABLE fencelock.lease ALTER COLUMN fence TYPE numeric): its value is then refused,
+ * never read as a bigint.
+ */
 int64
 fl_get_int64(uint64 row, int col, bool *isnull)
 {
-	Datum d = SPI_getbinval(SPI_tuptable->vals[row], SPI_tuptable->tupdesc, col, isnull);
+	Oid type = SPI_gettypeid(SPI_tuptable->tupdesc, col);
+	Datum d;
 
+	if (type != INT8OID)
+		ereport(ERROR,
+				(errcode(ERRCODE_DATATYPE_MISMATCH),
+				 errmsg("column \"%s\" of a fencelock statement's result is of type %s, not bigint",
+						SPI_fname(SPI_tuptable->tupdesc, col), format_type_be(type)),
+				 errhint("A superuser changed the type of a column of fencelock's tables; change "
+						 "it back to bigint.")));
+	d = SPI_getbinval(SPI_tuptable->vals[row], SPI_tuptable->tupdesc, col, isnull);
 	return *isnull ? 0 : DatumGetInt64(d);
 }

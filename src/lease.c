@@ -151,10 +151,11 @@ static FlStmt fence_select = {
 	1,
 	{TEXTOID}};
 
-static FlStmt holder_select = {
-	"SELECT l.holder FROM fencelock.lease AS l WHERE l.resource OPERATOR(pg_catalog.=) $1",
-	1,
-	{TEXTOID}};
+/* The cast: a holder column a superuser retyped is never read as a name (leasebound.c's too). */
+static FlStmt holder_select = {"SELECT CAST(l.holder AS pg_catalog.name) FROM fencelock.lease AS l "
+							   "WHERE l.resource OPERATOR(pg_catalog.=) $1",
+							   1,
+							   {TEXTOID}};
 
 static FlStmt fence_lock = {
 	"SELECT l.fence FROM fencelock.lease AS l WHERE l.resource OPERATOR(pg_catalog.=) $1 "
@@ -673,7 +674,10 @@ fl_read_fence(text *resource, bool lock, int64 *fence)
 		fl_check_may_assert(resource, session.save_userid);
 	found = fl_run(lock ? &fence_lock : &fence_select, values, NULL, !lock) == 1;
 	if (found)
+	{
 		*fence = fl_get_int64(0, 1, &isnull);
+		found = !isnull; /* a NULL fence (a superuser's doing) is none, as leasebound.c reads it */
+	}
 	fl_end(&session);
 	return found;
 }

@@ -44,12 +44,13 @@ typedef struct ShownFence
 
 static HTAB *shown = NULL;
 
-/* Columns of fencelock.lease read by the direct path (sql/fencelock--0.1.0.sql's order). */
-#define Anum_lease_fence  3
-#define Anum_lease_holder 6
-
-/* $1 lease: its latest fence and the role of its latest grant, row-locked against grants */
-static FlStmt lease_lock = {"SELECT l.fence, l.holder FROM fencelock.lease AS l "
+/*
+ * $1 lease: its latest fence and the role of its latest grant, row-locked against grants.  The
+ * casts keep the result's types whatever a superuser made of the columns; the direct path reads
+ * them only where they have these types (fl_lease_row_readable).
+ */
+static FlStmt lease_lock = {"SELECT CAST(l.fence AS pg_catalog.int8), "
+							"CAST(l.holder AS pg_catalog.name) FROM fencelock.lease AS l "
 							"WHERE l.resource OPERATOR(pg_catalog.=) $1 FOR SHARE",
 							1,
 							{TEXTOID}};
@@ -203,69 +204,114 @@ check_may_write(const char *lease, Oid writer, const char *holder)
 					errhint("Write as the role that called acquire.")));
 }
 
+/* Whether the text in D is KEY, byte for byte (the lease table's key has the "C" collation). */
+static bool
+key_equal(Datum d, text *key)
+{
+	text *t = DatumGetTextPP(d);
+	bool equal = VARSIZE_ANY_EXHDR(t) == VARSIZE_ANY_EXHDR(key) &&
+				 memcmp(VARDATA_ANY(t), VARDATA_ANY(key), VARSIZE_ANY_EXHDR(key)) == 0;
+
+	if ((Pointer) t != DatumGetPointer(d))
+		pfree(t);
+	return equal;
+}
+
+/*
+ * The locked version of a lease's row: its fence and holder.  A NULL fence (a superuser's doing)
+ * is no fence issued, as lock_lease_row_spi reads it.
+ */
+static void
+read_locked_row(TupleTableSlot *slot, const FlLeaseReadLayout *read, bool *found, int64 *latest,
+				NameData *holder, bool *holder_null)
+{
+	bool isnull;
+	Datum d = slot_getattr(slot, read->fence, &isnull);
+
+	if (isnull)
+		return;
+	*found = true;
+	*latest = DatumGetInt64(d);
+	d = slot_getattr(slot, read->holder, holder_null);
+	if (!*holder_null)
+		namestrcpy(holder, NameStr(*DatumGetName(d)));
+}
+
 /*
  * Share-lock the lease's row and read its latest fence and holder, without a statement: an index
  * lookup on the primary key, then a tuple lock on the newest version of the row (waiting for a
  * grant in progress, following a grant that committed meanwhile), as SELECT ... FOR SHARE does in
  * READ COMMITTED.  The executor and SPI cost three times the check itself on a one-row UPDATE.
- * Returns false when the lease has no row, or when the row was changed by this same transaction
- * (the caller then asks with a statement, which sees its own changes).
+ * Returns false when the table is not laid out for it (leaserow.c says), or when the row was
+ * changed by this same transaction in a way this command does not see: the caller then asks with
+ * a statement, which sees all of its own changes.
  */
 static bool
 lock_lease_row(const char *lease, bool *found, int64 *latest, NameData *holder, bool *holder_null)
 {
-	Relation rel = table_open(fl_lease_relid(), RowShareLock);
-	Relation idx = index_open(FL_PRIMARY_KEY_INDEX(rel), AccessShareLock);
-	/*
-	 * The writing statement's snapshot: a grant that committed since is found by following the
-	 * row's update chain to its newest version, which is the one locked and read.
-	 */
-	Snapshot snapshot =
-		RegisterSnapshot(ActiveSnapshotSet() ? GetActiveSnapshot() : GetLatestSnapshot());
-	TupleTableSlot *slot = table_slot_create(rel, NULL);
-	ItemPointerData tid;
+	FlLeaseReadLayout read;
+	Relation rel;
+	Relation idx;
+	Snapshot snapshot;
+	TupleTableSlot *slot;
+	text *key;
 	bool done = true;
 
 	*found = false;
-	if (strcmp(NameStr(TupleDescAttr(RelationGetDescr(rel), Anum_lease_fence - 1)->attname),
-			   "fence") != 0 ||
-		strcmp(NameStr(TupleDescAttr(RelationGetDescr(rel), Anum_lease_holder - 1)->attname),
-			   "holder") != 0)
-		elog(ERROR, "fencelock.lease does not have the columns of its install script");
-	if (fl_lease_row_fetch(rel, idx, snapshot, cstring_to_text(lease), slot))
+	if (IsInParallelMode())
+		return false;
+	rel = table_open(fl_lease_relid(), RowShareLock);
+	if (!fl_lease_row_readable(rel, &read))
 	{
+		table_close(rel, NoLock);
+		return false;
+	}
+	idx = index_open(read.pkid, AccessShareLock);
+	/*
+	 * A snapshot taken now, with the current command ID, as the statement would take: it shows a
+	 * grant made earlier in this same statement (acquire in the write's VALUES, its SET list or a
+	 * CTE), which the writing statement's own snapshot does not, and any grant committed since.
+	 */
+	snapshot = RegisterSnapshot(GetLatestSnapshot());
+	slot = table_slot_create(rel, NULL);
+	key = cstring_to_text(lease);
+	if (fl_lease_row_fetch(rel, idx, snapshot, key, slot))
+	{
+		ItemPointerData tid = slot->tts_tid;
 		TM_FailureData tmfd;
-		TM_Result result;
 
-		*found = true;
-		tid = slot->tts_tid;
-		result =
-			table_tuple_lock(rel, &tid, snapshot, slot, GetCurrentCommandId(false), LockTupleShare,
-							 LockWaitBlock, TUPLE_LOCK_FLAG_FIND_LAST_VERSION, &tmfd);
-		switch (result)
+		switch (table_tuple_lock(rel, &tid, snapshot, slot, GetCurrentCommandId(false),
+								 LockTupleShare, LockWaitBlock, TUPLE_LOCK_FLAG_FIND_LAST_VERSION,
+								 &tmfd))
 		{
 			case TM_Ok:
 			{
 				bool isnull;
-				Datum d;
+				Datum d = slot_getattr(slot, read.resource, &isnull);
 
-				*latest = DatumGetInt64(slot_getattr(slot, Anum_lease_fence, &isnull));
-				d = slot_getattr(slot, Anum_lease_holder, holder_null);
-				if (!*holder_null)
-					namestrcpy(holder, NameStr(*DatumGetName(d)));
+				/*
+				 * A newer version is the row only while it has the same key, as the statement
+				 * checks its condition again on the version it locked.
+				 */
+				if (!tmfd.traversed || (!isnull && key_equal(d, key)))
+					read_locked_row(slot, &read, found, latest, holder, holder_null);
 				break;
 			}
 			case TM_Deleted:
-				*found = false; /* purged while we looked */
-				break;
-			case TM_SelfModified:
-				done = false;
+				/* purged while we looked */
 				break;
 			default:
-				elog(ERROR, "unexpected result %d locking the row of lease \"%s\"", (int) result,
-					 lease);
+				/*
+				 * TM_SelfModified, TM_Invisible: this transaction changed the row after this
+				 * command began (a statement of its own that is still running).  Waiting and
+				 * following the update chain, the lock returns nothing else; whatever it might
+				 * is for the statement too.
+				 */
+				done = false;
+				break;
 		}
 	}
+	pfree(key);
 	ExecDropSingleTupleTableSlot(slot);
 	UnregisterSnapshot(snapshot);
 	index_close(idx, AccessShareLock);
@@ -280,16 +326,17 @@ lock_lease_row_spi(const char *lease, bool *found, int64 *latest, NameData *hold
 {
 	FlSession session;
 	Datum values[1];
-	bool isnull;
+	bool isnull = true;
 
 	values[0] = PointerGetDatum(cstring_to_text(lease));
 	fl_begin(&session);
-	*found = fl_run(&lease_lock, values, NULL, false) == 1;
-	if (*found)
+	*found = false;
+	if (fl_run(&lease_lock, values, NULL, false) == 1)
 	{
 		Datum d;
 
 		*latest = fl_get_int64(0, 1, &isnull);
+		*found = !isnull;
 		d = SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 2, holder_null);
 		if (!*holder_null)
 			namestrcpy(holder, NameStr(*DatumGetName(d)));

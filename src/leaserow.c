@@ -16,12 +16,20 @@
  *   - a new version that is not heap-only gets its primary-key entry, as the executor inserts.
  *
  * The direct path is taken only where it is equivalent to the statements: READ COMMITTED, a
- * read-write transaction, and a lease table laid out as the install scripts made it (a heap with
- * its one primary-key index, no triggers, rules, row security, check constraints, generated
- * columns, type modifiers, partition constraint or inheritance children: a superuser may have
- * added any of them, and then the statements run).  A row that does not exist yet is inserted by
- * lease.c's statement.  Checks the executor makes before an UPDATE whatever the table's layout
- * are made here too (a publication's replica identity).
+ * read-write transaction, and a lease table laid out as the install scripts made it (layout_build:
+ * a heap with its one primary-key index, on resource alone with the "C" collation and the default
+ * operator class, immediate; no triggers, rules, row security, check constraints, NOT NULL beyond
+ * resource and fence, generated or identity columns, type modifiers, other types, partition
+ * constraint or inheritance children: a superuser may have added any of them, and then the
+ * statements run).  Owners are compared with the owner column's collation, as the statements'
+ * = does (a superuser may give it a nondeterministic one).  The statements run as the table's
+ * owner through the executor, so the direct path also needs that role's SELECT and UPDATE on the
+ * table, and no ExecutorCheckPerms_hook (checked at each call).  A row that does not exist yet is
+ * inserted by lease.c's statement.  Checks the executor makes before an UPDATE whatever the
+ * table's layout are made here too (a publication's replica identity).
+ *
+ * leasebound.c reads a lease row directly by the same rules (fl_lease_row_readable), for fewer of
+ * them: a read is not changed by triggers, rules, constraints or type modifiers.
  */
 #include "postgres.h"
 
@@ -34,16 +42,19 @@
 #include "catalog/index.h"
 #include "catalog/pg_am.h"
 #include "catalog/pg_collation.h"
+#include "catalog/pg_opfamily.h"
 #include "catalog/pg_type.h"
 #include "common/int.h"
 #include "executor/executor.h"
 #include "fencelock.h"
 #include "leaserow.h"
 #include "miscadmin.h"
+#include "utils/acl.h"
 #include "utils/builtins.h"
 #include "utils/datum.h"
 #include "utils/fmgroids.h"
 #include "utils/inval.h"
+#include "utils/lsyscache.h"
 #include "utils/rel.h"
 #include "utils/snapmgr.h"
 #include "utils/timestamp.h"
@@ -81,15 +92,20 @@ static const struct
 };
 
 /*
- * The lease table as the direct path last found it; forgotten at any invalidation of its
- * relcache entry, which creating an index, a trigger, a rule or a constraint on it causes.
+ * The lease table as the direct paths last found it; forgotten at any invalidation of its
+ * relcache entry, which creating an index, a trigger, a rule or a constraint on it causes, and
+ * so do ALTER TABLE, GRANT and REVOKE, a publication or an inheritance child.
  */
 static struct
 {
 	bool valid;
-	bool direct; /* laid out as the install scripts made it */
+	bool readable; /* leasebound.c may read fence and holder directly */
+	bool direct;   /* renew and release may change a row directly, and a grant of the 0.1.0 API */
+	bool v2;       /* ... and of the later APIs: granted_how and lock_delay are there too */
 	Oid relid;
 	Oid pkid;
+	Oid owner_collation;         /* the owner column's: the statements compare owners with it */
+	bool owner_deterministic;    /* ... and its equality is that of the bytes */
 	AttrNumber att[NUM_COLUMNS]; /* 0 when absent */
 } layout;
 
@@ -103,21 +119,37 @@ layout_invalidate(Datum arg, Oid relid)
 		layout.valid = false;
 }
 
+/*
+ * The primary key the direct paths look rows up by: a btree on resource alone, with its column's
+ * "C" collation and the default operator class, so that its equality is the statements' =
+ * (bytes), and immediate, as ON CONFLICT (resource) needs; no expression, no predicate.
+ */
 static bool
 layout_primary_key_ok(Relation rel)
 {
 	Relation idx;
 	bool ok;
 
-	if (!OidIsValid(layout.pkid))
+	if (!OidIsValid(layout.pkid) || layout.att[COL_RESOURCE] == InvalidAttrNumber)
 		return false;
 	idx = index_open(layout.pkid, AccessShareLock);
-	ok = idx->rd_index->indnatts == 1 &&
+	ok = idx->rd_index->indisprimary && idx->rd_index->indisunique && idx->rd_index->indimmediate &&
+		 idx->rd_index->indisvalid && idx->rd_index->indnatts == 1 &&
 		 idx->rd_index->indkey.values[0] == layout.att[COL_RESOURCE] &&
-		 idx->rd_rel->relam == BTREE_AM_OID && idx->rd_indcollation[0] == C_COLLATION_OID &&
-		 RelationGetIndexExpressions(idx) == NIL && RelationGetIndexPredicate(idx) == NIL;
+		 idx->rd_rel->relam == BTREE_AM_OID && idx->rd_opfamily[0] == TEXT_BTREE_FAM_OID &&
+		 idx->rd_indcollation[0] == C_COLLATION_OID && RelationGetIndexExpressions(idx) == NIL &&
+		 RelationGetIndexPredicate(idx) == NIL;
 	index_close(idx, AccessShareLock);
 	return ok;
+}
+
+static int
+lease_column(const char *name)
+{
+	for (int c = 0; c < NUM_COLUMNS; c++)
+		if (strcmp(name, lease_columns[c].name) == 0)
+			return c;
+	return -1;
 }
 
 static void
@@ -125,7 +157,9 @@ layout_build(Relation rel)
 {
 	static bool registered = false;
 	TupleDesc desc = RelationGetDescr(rel);
+	bool typed[NUM_COLUMNS] = {false};
 	List *indexes;
+	bool readable;
 	bool direct;
 
 	if (!registered)
@@ -136,47 +170,110 @@ layout_build(Relation rel)
 	memset(&layout, 0, sizeof(layout));
 	layout.relid = RelationGetRelid(rel);
 	/*
-	 * Not a partition (the statement checks the partition constraint) and without inheritance
-	 * children (the statement, without ONLY, changes their rows too).  relhassubclass may stay set
-	 * after the last child is dropped, until VACUUM or ANALYZE clears it; the statements run till
-	 * then.
+	 * Valid from the start: an invalidation that arrives while this runs (opening the index, a
+	 * catalog lookup) clears it again, and the next call builds anew.
 	 */
-	direct = rel->rd_rel->relkind == RELKIND_RELATION && rel->rd_rel->relam == HEAP_TABLE_AM_OID &&
-			 !rel->rd_rel->relispartition && !rel->rd_rel->relhassubclass &&
-			 rel->trigdesc == NULL && rel->rd_rules == NULL && !rel->rd_rel->relrowsecurity &&
-			 (desc->constr == NULL || desc->constr->num_check == 0);
+	layout.valid = true;
+	/*
+	 * A heap (the direct paths read and write heap tuples) without inheritance children (the
+	 * statements, without ONLY, read and change their rows too; relhassubclass may stay set after
+	 * the last child is dropped, until VACUUM or ANALYZE clears it: the statements run till then)
+	 * and without row security.  A change must also not be on a partition (the statement checks
+	 * the partition constraint) or fire triggers, rules or check constraints.
+	 */
+	readable = rel->rd_rel->relkind == RELKIND_RELATION &&
+			   rel->rd_rel->relam == HEAP_TABLE_AM_OID && !rel->rd_rel->relhassubclass &&
+			   !rel->rd_rel->relrowsecurity;
+	direct = readable && !rel->rd_rel->relispartition && rel->trigdesc == NULL &&
+			 rel->rd_rules == NULL && (desc->constr == NULL || desc->constr->num_check == 0);
 	for (int i = 0; i < desc->natts; i++)
 	{
 		Form_pg_attribute attr = TupleDescAttr(desc, i);
+		int c;
 
 		if (attr->attisdropped)
 			continue;
-		if (attr->attgenerated != '\0')
+		/* UPDATE computes a generated column, and refuses to set an identity column. */
+		if (attr->attgenerated != '\0' || attr->attidentity != '\0')
 			direct = false;
-		for (int c = 0; c < NUM_COLUMNS; c++)
+		/*
+		 * Only the key and the fence are never set to null: a NOT NULL elsewhere is for the
+		 * statements, also on a column a superuser added, which the direct path keeps as it is
+		 * (a NOT VALID constraint may have left a NULL there that UPDATE refuses).
+		 */
+		c = lease_column(NameStr(attr->attname));
+		if (attr->attnotnull && c != COL_RESOURCE && c != COL_FENCE)
+			direct = false;
+		if (c < 0)
+			continue;
+		layout.att[c] = attr->attnum;
+		/*
+		 * Values are read and stored as they are: another type (a domain too) or a type
+		 * modifier, which the statements would coerce them to, is for the statements; so is a
+		 * virtual generated column, which has no stored value.
+		 */
+		typed[c] = attr->atttypid == lease_columns[c].type && attr->atttypmod == -1 &&
+				   attr->attgenerated == '\0';
+		if (c == COL_OWNER && typed[c])
 		{
-			if (strcmp(NameStr(attr->attname), lease_columns[c].name) != 0)
-				continue;
-			layout.att[c] = attr->attnum;
-			/*
-			 * Only the key and the fence are never set to null.  Values are stored as computed:
-			 * a type modifier, which the statements would coerce them to, is not applied.
-			 */
-			if (attr->atttypid != lease_columns[c].type || attr->atttypmod != -1 ||
-				(attr->attnotnull && c != COL_RESOURCE && c != COL_FENCE))
-				direct = false;
+			layout.owner_collation = attr->attcollation;
+			layout.owner_deterministic = get_collation_isdeterministic(attr->attcollation);
 		}
+		if (c == COL_RESOURCE && attr->attcollation != C_COLLATION_OID)
+			typed[c] = false;
 	}
 	for (int c = 0; c < NUM_COLUMNS; c++)
-		if (lease_columns[c].required && layout.att[c] == InvalidAttrNumber)
+		if ((lease_columns[c].required || layout.att[c] != InvalidAttrNumber) && !typed[c])
 			direct = false;
+	readable = readable && typed[COL_RESOURCE] && typed[COL_FENCE] && typed[COL_HOLDER];
 	layout.pkid = FL_PRIMARY_KEY_INDEX(rel);
 	indexes = RelationGetIndexList(rel);
 	if (list_length(indexes) != 1 || linitial_oid(indexes) != layout.pkid)
 		direct = false;
 	list_free(indexes);
-	layout.direct = direct && layout_primary_key_ok(rel);
-	layout.valid = true;
+	if (!layout_primary_key_ok(rel))
+		readable = direct = false;
+	layout.readable = readable;
+	layout.direct = direct;
+	layout.v2 = direct && typed[COL_GRANTED_HOW] && typed[COL_LOCK_DELAY];
+}
+
+/* The layout of the lease table REL, which the caller has opened. */
+static void
+layout_current(Relation rel)
+{
+	if (!layout.valid || layout.relid != RelationGetRelid(rel))
+		layout_build(rel);
+}
+
+/*
+ * The statements run as the lease table's owner (asowner.c makes sure it is the extension's
+ * owner) through the executor, which checks that role's SELECT and UPDATE privileges (FOR SHARE
+ * needs UPDATE too) and calls a module's ExecutorCheckPerms_hook (sepgsql, pgaudit).  Checked at
+ * every call: a superuser made NOSUPERUSER keeps the layout cached.
+ */
+static bool
+owner_may_lock(Relation rel)
+{
+	Oid owner = rel->rd_rel->relowner;
+
+	return ExecutorCheckPerms_hook == NULL &&
+		   (superuser_arg(owner) ||
+			pg_class_aclmask(RelationGetRelid(rel), owner, ACL_SELECT | ACL_UPDATE, ACLMASK_ALL) ==
+				(ACL_SELECT | ACL_UPDATE));
+}
+
+bool
+fl_lease_row_readable(Relation rel, FlLeaseReadLayout *read)
+{
+	layout_current(rel);
+	if (!layout.readable || !owner_may_lock(rel))
+		return false;
+	read->pkid = layout.pkid;
+	read->resource = layout.att[COL_RESOURCE];
+	read->fence = layout.att[COL_FENCE];
+	read->holder = layout.att[COL_HOLDER];
+	return true;
 }
 
 /* The visible version of a resource's row, into slot; false when it has none. */
@@ -197,13 +294,22 @@ fl_lease_row_fetch(Relation rel, Relation idx, Snapshot snapshot, text *resource
 	return found;
 }
 
+/*
+ * Whether a row's owner is OWNER: the statements' = on text, with the owner column's collation;
+ * for a deterministic one (the install's), what texteq does with it: compare the bytes.
+ */
 static bool
-text_equal(Datum a, text *b)
+owner_equal(Datum a, text *owner)
 {
-	text *t = DatumGetTextPP(a);
-	bool equal = VARSIZE_ANY_EXHDR(t) == VARSIZE_ANY_EXHDR(b) &&
-				 memcmp(VARDATA_ANY(t), VARDATA_ANY(b), VARSIZE_ANY_EXHDR(b)) == 0;
+	text *t;
+	bool equal;
 
+	if (!layout.owner_deterministic)
+		return DatumGetBool(
+			DirectFunctionCall2Coll(texteq, layout.owner_collation, a, PointerGetDatum(owner)));
+	t = DatumGetTextPP(a);
+	equal = VARSIZE_ANY_EXHDR(t) == VARSIZE_ANY_EXHDR(owner) &&
+			memcmp(VARDATA_ANY(t), VARDATA_ANY(owner), VARSIZE_ANY_EXHDR(owner)) == 0;
 	if ((Pointer) t != DatumGetPointer(a))
 		pfree(t);
 	return equal;
@@ -248,7 +354,7 @@ apply_rule(FlRowChange *c, Datum *values, bool *isnull)
 	TimestampTz expires =
 		DatumGetTimestampTz(column(values, isnull, COL_EXPIRES_AT, &expires_null));
 	int64 fence = DatumGetInt64(column(values, isnull, COL_FENCE, &null));
-	bool same_owner = !owner_null && text_equal(owner, c->owner);
+	bool same_owner = !owner_null && owner_equal(owner, c->owner);
 	bool same_live = same_owner && !expires_null && expires > c->now;
 	TimestampTz deadline = expires;
 
@@ -358,12 +464,16 @@ write_row(Relation rel, Relation idx, TupleTableSlot *slot, Datum *values, bool 
 			return true;
 		case TM_Updated:
 		case TM_Deleted:
-			break;
-		case TM_SelfModified:
+			break; /* a concurrent change committed: the caller reads the row again */
+		default:
+			/*
+			 * TM_SelfModified: this transaction changed the row after the snapshot's command (a
+			 * statement of its own that is still running), which the statement reports.  A
+			 * heap_update that waits returns nothing else; whatever it might is the statement's
+			 * to handle too.
+			 */
 			*self_modified = true;
 			break;
-		default:
-			elog(ERROR, "unexpected result %d updating a row of fencelock.lease", (int) result);
 	}
 	heap_freetuple(tuple);
 	return false;
@@ -384,9 +494,8 @@ fl_lease_row_change(FlRowChange *c)
 		return FL_ROW_USE_SQL;
 
 	rel = table_open(fl_lease_relid(), RowExclusiveLock);
-	if (!layout.valid || layout.relid != RelationGetRelid(rel))
-		layout_build(rel);
-	if (!layout.direct)
+	layout_current(rel);
+	if (!layout.direct || (c->op == FL_ROW_GRANT && c->v2 && !layout.v2) || !owner_may_lock(rel))
 	{
 		table_close(rel, RowExclusiveLock);
 		return FL_ROW_USE_SQL;
@@ -415,6 +524,12 @@ fl_lease_row_change(FlRowChange *c)
 			break;
 		}
 		slot_getallattrs(slot);
+		/*
+		 * A NULL fence (a NOT VALID constraint on 18, or none): what the statements make of it
+		 * is theirs to say.
+		 */
+		if (slot->tts_isnull[layout.att[COL_FENCE] - 1])
+			break;
 		memcpy(values, slot->tts_values, sizeof(Datum) * slot->tts_nvalid);
 		memcpy(isnull, slot->tts_isnull, sizeof(bool) * slot->tts_nvalid);
 		if (!apply_rule(c, values, isnull))

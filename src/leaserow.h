@@ -48,6 +48,21 @@ typedef struct FlRowChange
 } FlRowChange;
 
 extern FlRowResult fl_lease_row_change(FlRowChange *c);
+
+/* Where leasebound.c finds what it reads of a lease row (attribute numbers) and the row itself. */
+typedef struct FlLeaseReadLayout
+{
+	Oid pkid; /* the primary key on resource */
+	AttrNumber resource;
+	AttrNumber fence;
+	AttrNumber holder;
+} FlLeaseReadLayout;
+
+/*
+ * Whether reading REL (fencelock.lease, opened by the caller) directly, by its primary key, equals
+ * a SELECT of fence and holder FOR SHARE run as the extension's owner; fills *read if so.
+ */
+extern bool fl_lease_row_readable(Relation rel, FlLeaseReadLayout *read);
 extern bool fl_lease_row_fetch(Relation rel, Relation idx, Snapshot snapshot, text *resource,
 							   TupleTableSlot *slot);
 

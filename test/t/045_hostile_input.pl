@@ -762,4 +762,94 @@ fl_no_crash($node, 'hostile task-table input');
 	note "waiting (issue 10): $tried hostile inputs tried";
 	fl_no_crash($node, 'waiting misuse');
 }
+# --- one statement mixing lease calls and lease-bound writes (issue 20) ---
+# Each lease call inside the statement that writes under the lease (a VALUES list, a CTE, a SET
+# list, a DELETE's WHERE), in each isolation level, as the superuser and as role app, on a lease
+# with a row.  The grant a statement makes is the lease's latest fence, so the write carrying it
+# is accepted (READ COMMITTED answered XX000); a call that answers false leaves the write without
+# a fence (FL002), a fence below the grant is stale (FL001), and a DELETE needs a fence shown
+# before it (FL002).  Nothing raises XX000, and an accepted row carries its lease's fence.
+{
+	my @calls = (    # an expression giving a fence: %L the lease, %O the owner
+		q{fencelock.acquire(%L, %O, '1 hour')},
+		q{fencelock.acquire(%L, %O, '1 hour', '100 milliseconds')},
+		q{fencelock.acquire(%L, %O, '1 hour', '0', true)},
+		q{(fencelock.acquire_all(ARRAY[%L], %O, '1 hour'))[1]},
+		q{fencelock.acquire(%L, %O, '1 hour') - 1},
+		q{CASE WHEN fencelock.renew(%L, %O, '1 hour') THEN fencelock.current_fence(%L) END},
+		q{CASE WHEN fencelock.release(%L, %O) THEN fencelock.current_fence(%L) END});
+	my @writes = (    # %E the expression, %I the new row's id
+		q{INSERT INTO mix VALUES (%I, %L, %E)},
+		q{WITH g AS (SELECT %E AS f) INSERT INTO mix SELECT %I, %L, g.f FROM g},
+		q{UPDATE mix SET fence = %E WHERE lease = %L},
+		q{DELETE FROM mix WHERE lease = %L AND %E IS NOT NULL});
+	my $expect = sub {
+		my ($call, $write) = @_;
+		my $null = $call =~ /renew|release/;    # the call answers false: NULL
+		return $null ? 'OK' : 'FL002' if $write =~ /^DELETE/;
+		return 'FL002' if $null;
+		return 'FL001' if $call =~ /- 1$/;
+		return 'OK';
+	};
+	$node->safe_psql('postgres', q{
+		CREATE TABLE mix (id int PRIMARY KEY, lease text, fence bigint);
+		CREATE TRIGGER fence BEFORE INSERT OR UPDATE OR DELETE ON mix FOR EACH ROW
+			EXECUTE FUNCTION fencelock.fence_trigger('fence', 'lease_column=lease');
+		GRANT SELECT, INSERT, UPDATE, DELETE ON mix TO app;
+	});
+	my (@mix, $setup);
+	foreach my $level ('READ COMMITTED', 'REPEATABLE READ', 'SERIALIZABLE')
+	{
+		foreach my $role ('postgres', 'app')
+		{
+			foreach my $call (@calls)
+			{
+				foreach my $write (@writes)
+				{
+					my $n = @mix + 1;
+					my $lease = "'mix:$n'";
+					(my $e = $call) =~ s/%L/$lease/g;
+					$e =~ s/%O/'w'/g;
+					(my $sql = $write) =~ s/%E/$e/g;
+					$sql =~ s/%L/$lease/g;
+					$sql =~ s/%I/$n * 10 + 1/e;
+					# A lease with a row, free, and a row of the table under it (fence 0).
+					$setup .= "SELECT fencelock.acquire($lease, 'pre', '1 hour'), fencelock.release($lease, 'pre');\n"
+					  . "INSERT INTO mix VALUES ($n * 10, $lease, 0);\n";
+					push @mix, [ "$level, $role: $sql", $lease, $expect->($call, $write),
+						"SET ROLE $role; BEGIN ISOLATION LEVEL $level; $sql; COMMIT; RESET ROLE;" ];
+				}
+			}
+		}
+	}
+	$node->safe_psql('postgres', "ALTER TABLE mix DISABLE TRIGGER fence;\n$setup"
+		  . 'ALTER TABLE mix ENABLE TRIGGER fence;');
+	my $file = $node->basedir . '/mix.sql';
+	append_to_file($file, join('', map { "$_->[3]\n" } @mix));
+	my ($out, $err) = ('', '');
+	$node->psql('postgres', undef, extra_params => [ '-v', 'VERBOSITY=verbose', '-f', $file ],
+		stdout => \$out, stderr => \$err, on_error_stop => 0);
+	my %error;
+	while ($err =~ /^psql:[^\n]*?:(\d+): ERROR:  ([0-9A-Z]{5}): ([^\n]*)$/mg)
+	{
+		$error{$1} = [ $2, $3 ];
+	}
+	my ($internal, $wrong) = (0, 0);
+	foreach my $i (0 .. $#mix)
+	{
+		my ($what, $lease, $want) = @{ $mix[$i] };
+		my $got = $error{ $i + 1 } ? $error{ $i + 1 }[0] : 'OK';
+		$internal++ if $got eq 'XX000';
+		next if $got eq $want;
+		$wrong++;
+		is($got . ($error{ $i + 1 } ? ": $error{ $i + 1 }[1]" : ''), $want, $what);
+	}
+	is($internal, 0, scalar(@mix) . ' statements mixing lease calls and writes: no XX000');
+	is($wrong, 0, scalar(@mix) . ' statements mixing lease calls and writes: each as expected');
+	is($node->safe_psql('postgres', q{
+		SELECT count(*) FROM mix WHERE fence <> 0
+		   AND fence IS DISTINCT FROM fencelock.current_fence(lease)}),
+		'0', 'every row written with a grant of its statement carries its lease\'s latest fence');
+	fl_no_crash($node, 'lease calls and writes in one statement');
+}
 done_testing();
