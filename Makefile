@@ -46,7 +46,11 @@ ISOLATION_OPTS = --inputdir=test --load-extension=fencelock
 TAP_TESTS = 1
 
 PG_CONFIG ?= pg_config
-PGXS := $(shell $(PG_CONFIG) --pgxs)
+PGXS := $(shell $(PG_CONFIG) --pgxs 2>/dev/null)
+# Without PGXS the first target would be a tool's (mk/*.mk): stop instead.
+ifeq ($(wildcard $(PGXS)),)
+$(error no PGXS from "$(PG_CONFIG) --pgxs": install the server headers (bash scripts/pg.sh 15) or set PG_CONFIG)
+endif
 include $(PGXS)
 
 # PGXS resets PROVE_FLAGS; set ours afterwards.  PROVE_JOBS=N runs N TAP files at a time.

@@ -19,11 +19,10 @@
  * the statements already running then have no frame.  No statement outlives its transaction, so
  * until the transaction that loaded the library ends, a trigger that finds no frame may be fired
  * by one of them: it looks at the client's statement (ActivePortal) when the memory context it
- * is called in shows that the client's statement is the one firing it; it answers "not a MERGE"
- * in a logical replication worker, which applies UPDATEs outside any statement; otherwise it
- * answers FL_MERGE_UNKNOWN, and the trigger takes the stricter answer.  After that transaction,
- * a trigger fired with no frame is fired outside the executor (logical replication's apply),
- * by no MERGE.
+ * is called in shows that the client's statement is the one firing it; otherwise it answers
+ * FL_MERGE_UNKNOWN, and the trigger takes the stricter answer.  After that transaction, a
+ * trigger fired with no frame is fired by no MERGE.  (Logical replication's workers apply
+ * changes outside any statement; the fence trigger passes their changes before it asks.)
  */
 #include "postgres.h"
 
@@ -33,7 +32,6 @@
 #include "mergeguard.h"
 #include "nodes/parsenodes.h"
 #include "nodes/plannodes.h"
-#include "replication/logicalworker.h"
 #include "tcop/pquery.h"
 #include "utils/memutils.h"
 #include "utils/portal.h"
@@ -264,7 +262,7 @@ fl_merge_assigns(const char *column)
 		}
 		return result;
 	}
-	if (!untracked_possible || (ActivePortal == NULL && IsLogicalWorker()))
+	if (!untracked_possible)
 		return FL_MERGE_NONE;
 	return FL_MERGE_UNKNOWN;
 }
