@@ -2254,8 +2254,9 @@ wrong_fence(TaskTable *tt, Oid tableoid, Datum id, int64 fence, bool stored_null
 /*
  * heartbeat, complete and fail: update the row with key id if it is running under exactly the
  * caller's fence.  True when it was (SPI_tuptable holds what the UPDATE returned); otherwise
- * *state is the row's state (NULL without such a row).  Any other fence raises FL001 and changes
- * nothing.  The caller is connected to SPI.
+ * *state is the row's state (NULL without such a row), copied into the caller's memory context
+ * (SPI_palloc): the caller reads it after SPI_finish, which frees everything SPI allocated.  Any
+ * other fence raises FL001 and changes nothing.  The caller is connected to SPI.
  */
 static bool
 row_update(TaskTable *tt, TaskStmt stmt, Datum id, int64 fence, Datum *extra,
@@ -2306,7 +2307,12 @@ row_update(TaskTable *tt, TaskStmt stmt, Datum id, int64 fence, Datum *extra,
 		wrong_fence(tt, tableoid, id, fence, fence_null, stored);
 	d = SPI_getbinval(tuple, rdesc, 3, &isnull);
 	if (!isnull)
-		*state = TextDatumGetCString(d);
+	{
+		char *s = TextDatumGetCString(d);
+		size_t len = strlen(s) + 1;
+
+		*state = memcpy(SPI_palloc(len), s, len);
+	}
 	return false;
 }
 

@@ -45,6 +45,16 @@
 #define FL_MY_PROCNO (MyProc->pgprocno)
 #endif
 
+/*
+ * The oldest transaction whose commit status the commit log still holds (read under
+ * XactTruncationLock): PostgreSQL 17 renamed ShmemVariableCache to TransamVariables.
+ */
+#if PG_VERSION_NUM >= 170000
+#define FL_OLDEST_CLOG_XID (TransamVariables->oldestClogXid)
+#else
+#define FL_OLDEST_CLOG_XID (ShmemVariableCache->oldestClogXid)
+#endif
+
 /* PostgreSQL 16 replaced the per-catalog ownership checks with object_ownercheck. */
 #if PG_VERSION_NUM >= 160000
 #define FL_CLASS_OWNERCHECK(relid, roleid) object_ownercheck(RelationRelationId, (relid), (roleid))

@@ -95,6 +95,7 @@ _PG_init(void)
 	if (process_shared_preload_libraries_in_progress)
 	{
 		fl_shmem_init();
+		fl_count_init();
 		fl_session_shmem_init();
 		fl_task_wait_shmem_init();
 	}

@@ -10,6 +10,7 @@
 #include "access/xact.h"
 #include "access/xlog.h"
 #include "catalog/pg_type.h"
+#include "common/int.h"
 #include "fencelock.h"
 #include "leasebound.h"
 #include "leaserow.h"
@@ -237,12 +238,17 @@ fl_timeline_base(void)
  * floor is read with a snapshot taken now: the insert succeeded, so a purge that removed an
  * earlier row for this resource has committed, and with it the floor it raised.  No lock is
  * needed, and a busy resource never gets here.
+ *
+ * A floor at the largest bigint leaves no fence above it: the grant is refused with the error a
+ * grant on a row at that fence raises (22003, as the statement's + 1 and leaserow.c do), and the
+ * error rolls back the row just inserted with the transaction or subtransaction.
  */
 static int64
 fl_above_floor(Datum resource, int64 fence)
 {
 	Datum values[2];
 	int64 floor;
+	int64 raised;
 	bool isnull;
 
 	if (fl_run_latest(&floor_select, NULL, NULL) != 1)
@@ -250,10 +256,16 @@ fl_above_floor(Datum resource, int64 fence)
 	floor = fl_get_int64(0, 1, &isnull);
 	if (isnull || floor < fence)
 		return fence;
+	if (pg_add_s64_overflow(floor, 1, &raised))
+		ereport(ERROR,
+				(errcode(ERRCODE_NUMERIC_VALUE_OUT_OF_RANGE), errmsg("bigint out of range"),
+				 errdetail("Resource \"%s\" needs a fence above the purge floor " INT64_FORMAT
+						   ", the largest bigint.",
+						   TextDatumGetCString(resource), floor)));
 	values[0] = resource;
-	values[1] = Int64GetDatum(floor + 1);
+	values[1] = Int64GetDatum(raised);
 	fl_run(&fence_raise, values, NULL, false);
-	return floor + 1;
+	return raised;
 }
 
 /*

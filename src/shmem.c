@@ -1,7 +1,8 @@
 /*
  * shmem.c — fencelock's shared memory: requested while shared_preload_libraries is processed,
  * attached at startup.  It holds the statistics (stats.c) and the wait queue (waitqueue.c); each
- * of those says how much it needs and initialises its own part.
+ * of those says how much it needs and initialises its own part; so do the counts of prepared
+ * transactions (count.c).
  */
 #include "postgres.h"
 
@@ -25,6 +26,7 @@ fl_shmem_request(void)
 		prev_shmem_request_hook();
 	RequestAddinShmemSpace(fl_stats_shmem_size());
 	RequestAddinShmemSpace(fl_queue_shmem_size());
+	RequestAddinShmemSpace(fl_prepared_shmem_size());
 	RequestNamedLWLockTranche(FL_TRANCHE, FL_NUM_LOCKS);
 }
 
@@ -37,6 +39,7 @@ fl_shmem_startup(void)
 	LWLockAcquire(AddinShmemInitLock, LW_EXCLUSIVE);
 	fl_stats_shmem_startup();
 	fl_queue_shmem_startup();
+	fl_prepared_shmem_startup();
 	LWLockRelease(AddinShmemInitLock);
 	fl_attached = true;
 }

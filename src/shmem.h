@@ -15,8 +15,9 @@
 /* The locks of tranche "fencelock", one per part of shared memory. */
 typedef enum FlLock
 {
-	FL_LOCK_STATS, /* the per-table counts' hash (its shape) and stats_reset */
-	FL_LOCK_QUEUE, /* the wait queue's slots and tickets */
+	FL_LOCK_STATS,    /* the per-table counts' hash (its shape) and stats_reset */
+	FL_LOCK_QUEUE,    /* the wait queue's slots and tickets */
+	FL_LOCK_PREPARED, /* count.c: the counts of prepared transactions */
 	FL_NUM_LOCKS
 } FlLock;
 

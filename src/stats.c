@@ -310,6 +310,8 @@ fencelock_stats(PG_FUNCTION_ARGS)
 	int ncounters;
 
 	fl_shmem_require("fencelock.stats");
+	/* Prepared transactions that ended: their counts first. */
+	(void) fl_prepared_settle();
 	if (get_call_result_type(fcinfo, NULL, &tupdesc) != TYPEFUNC_COMPOSITE)
 		elog(ERROR, "return type must be a row type");
 	/*
@@ -333,6 +335,8 @@ fencelock_stats_reset(PG_FUNCTION_ARGS)
 	FlTableEntry *entry;
 
 	fl_shmem_require("fencelock.stats_reset");
+	/* What committed before the reset is reset with the rest. */
+	(void) fl_prepared_settle();
 	LWLockAcquire(fl_stats->lock, LW_EXCLUSIVE);
 	for (int i = 0; i < FL_NUM_COUNTERS; i++)
 		pg_atomic_write_u64(&fl_stats->counters[i], 0);

@@ -31,6 +31,12 @@ extern Size fl_stats_shmem_size(void);
 extern void fl_stats_shmem_startup(void);
 
 extern void fl_count(FlCounter counter, uint64 n);
+
+/* count.c: the counts of prepared transactions, until they end (shmem.c's hooks, and stats.c) */
+extern Size fl_prepared_shmem_size(void);
+extern void fl_prepared_shmem_startup(void);
+extern int fl_prepared_settle(void);
+extern void fl_count_init(void);
 extern void fl_count_table(Oid relid, bool stale);
 
 #endif /* FENCELOCK_STATS_H */

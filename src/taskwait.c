@@ -170,7 +170,7 @@ fl_task_wait_ready(void)
 static TaskWaiter *
 my_slot(void)
 {
-	Assert(MyProc->pgprocno < task_waiters->nslots);
+	Assert(FL_MY_PROCNO < task_waiters->nslots);
 	return &task_waiters->slots[FL_MY_PROCNO];
 }
 
