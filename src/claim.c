@@ -183,6 +183,7 @@ typedef struct TaskTable
 {
 	Oid relid; /* hash key */
 	bool valid;
+	bool building;     /* task_table_build is running for it */
 	MemoryContext cxt; /* holds the strings below */
 	char *relname;
 	bool has[NUM_TASK_COLS];
@@ -1068,6 +1069,19 @@ key_equality(Oid opfamily, Oid opcintype)
  * ---------------------------------------------------------------------------------------------
  */
 
+/*
+ * With debug_discard_caches, every chance to process invalidations throws every cache entry away
+ * (a callback for all relations, or all of a syscache), although nothing changed: a build that
+ * took that as a reason to start over would never end.  As PostgreSQL's relcache does for its
+ * own builds in progress, such a discard does not restart one; the entry is thrown away at the
+ * next discard after it was built.  Invalidations of one relation or one catalog row still do.
+ */
+static bool
+discarding(const TaskTable *tt)
+{
+	return tt->building && debug_discard_caches > 0;
+}
+
 static void
 task_relcache_cb(Datum arg, Oid relid)
 {
@@ -1077,6 +1091,8 @@ task_relcache_cb(Datum arg, Oid relid)
 	hash_seq_init(&status, task_tables);
 	while ((tt = hash_seq_search(&status)) != NULL)
 	{
+		if (relid == InvalidOid && discarding(tt))
+			continue;
 		if (relid == InvalidOid || tt->relid == relid || relid == task_tables_relid)
 			tt->valid = false;
 		for (int i = 0; tt->valid && i < tt->nparts; i++)
@@ -1099,7 +1115,8 @@ task_syscache_cb(Datum arg, int cacheid, uint32 hashvalue)
 
 	hash_seq_init(&status, task_tables);
 	while ((tt = hash_seq_search(&status)) != NULL)
-		tt->valid = false;
+		if (hashvalue != 0 || !discarding(tt))
+			tt->valid = false;
 }
 
 /* Free what was dropped while executions were in progress, once none is. */
@@ -1382,17 +1399,20 @@ task_table(Oid relid)
 	{
 		task_table_reset(tt);
 		tt->valid = true;
+		tt->building = true;
 		PG_TRY();
 		{
 			task_table_build(tt);
 		}
 		PG_CATCH();
 		{
+			tt->building = false;
 			tt->valid = false;
 			task_table_reset(tt);
 			PG_RE_THROW();
 		}
 		PG_END_TRY();
+		tt->building = false;
 	}
 	/* A child may be added at any time, without invalidating the table (relhassubclass set). */
 	refuse_inheritance_children(relid);
