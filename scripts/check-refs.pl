@@ -26,7 +26,7 @@ for my $f (grep { m{^sql/.*\.sql$} } keys %exists) {
 	local $/;
 	my $sql = <$fh>;
 	$sql_object{$_} = 1
-	  for $sql =~ /CREATE\s+(?:OR\s+REPLACE\s+)?(?:FUNCTION|VIEW|TABLE|INDEX)\s+(?:fencelock\.)?(\w+)/gi;
+	  for $sql =~ /CREATE\s+(?:OR\s+REPLACE\s+)?(?:FUNCTION|VIEW|TABLE|INDEX|EVENT\s+TRIGGER)\s+(?:fencelock\.)?(\w+)/gi;
 }
 
 # GitHub's anchor of a heading: lower case, punctuation other than '-' and '_' dropped,
@@ -96,7 +96,8 @@ for my $file (sort keys %exists) {
 		# fencelock's C functions and SQL objects named in documents.
 		if ($md) {
 			while ($text =~ /`((?:fl|fencelock)_\w+)(?:\(\))?`/g) {
-				complain($file, $., "names a C identifier no source has: $1") unless $c_word{$1};
+				complain($file, $., "names a C identifier no source has: $1")
+				  unless $c_word{$1} || $sql_object{$1};
 			}
 			while ($text =~ /\bfencelock\.([a-z_]\w*)\s*\(/g) {
 				complain($file, $., "names an SQL function no install script creates: fencelock.$1")
@@ -108,7 +109,7 @@ for my $file (sort keys %exists) {
 			my $path = $1;
 			$path =~ s/[.:]+$//;
 			next if $path =~ /[*<>\[\]\$?{}]|NNN|NAME|XXX/;    # patterns, variables, placeholders
-			next if $path =~ m{^(src/(test|include|backend|makefiles|interfaces)|contrib/dblink)(/|$)};   # PostgreSQL's own source tree
+			next if $path =~ m{^(src/(test|include|backend|makefiles|interfaces|tools)|contrib/dblink)(/|$)};   # PostgreSQL's own source tree
 			next if $path =~ m{^(bin|scripts|test/chaos)/[\w-]+$} && -e "$path.c"; # a built program
 			next if $path =~ m{/$};
 			next if $path =~ m{^(.*)\.o$} && -e "$1.c";                 # built from its source

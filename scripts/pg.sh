@@ -143,7 +143,7 @@ fl_pg_build() {
 			make -C src/test/isolation install &&
 			make -C src/test/perl install &&
 			make -C contrib/dblink install && # the wait_* isolation specs drive a waiter through it
-			if [ "$variant" != "$major" ]; then # scripts/valgrind.sh runs memcheck with these
+			if [ "$variant" != "$major" ]; then # scripts/debug-run.sh gives it to memcheck
 				install -m 644 src/tools/valgrind.supp "$prefix/share/valgrind.supp"
 			fi
 	) >"$FENCELOCK_PG_CACHE/pg-$variant.log" 2>&1 || {
