@@ -13,7 +13,7 @@ use PostgreSQL::Test::Cluster;
 use PostgreSQL::Test::Utils;
 use Test::More;
 
-our @EXPORT = qw(fl_node fl_error fl_lease_digest fl_no_crash fl_parse_rows fl_client);
+our @EXPORT = qw(fl_node fl_error fl_lease_digest fl_no_crash fl_parse_rows fl_client fl_colliding_name);
 
 # fl_node(NAME, init => {...}, conf => "extra lines", start => 0, create => 0)
 sub fl_node
@@ -91,6 +91,59 @@ sub fl_client
 		'<' => \$self->{in}, '>' => \$self->{out}, '2>' => \$self->{err}, $self->{timer});
 	$self->query('\set VERBOSITY verbose');
 	return $self;
+}
+
+# PostgreSQL's hash_bytes_extended (its common/hashfn.c, Bob Jenkins' lookup3), as far as the
+# collision needs it: the state after the seed and a name's first 12-byte block.
+sub fl_rot32 { my ($x, $k) = @_; return (($x << $k) | ($x >> (32 - $k))) & 0xffffffff; }
+
+sub fl_mix
+{
+	my ($a, $b, $c) = @_;
+	$a = ($a - $c) & 0xffffffff; $a ^= fl_rot32($c, 4);  $c = ($c + $b) & 0xffffffff;
+	$b = ($b - $a) & 0xffffffff; $b ^= fl_rot32($a, 6);  $a = ($a + $c) & 0xffffffff;
+	$c = ($c - $b) & 0xffffffff; $c ^= fl_rot32($b, 8);  $b = ($b + $a) & 0xffffffff;
+	$a = ($a - $c) & 0xffffffff; $a ^= fl_rot32($c, 16); $c = ($c + $b) & 0xffffffff;
+	$b = ($b - $a) & 0xffffffff; $b ^= fl_rot32($a, 19); $a = ($a + $c) & 0xffffffff;
+	$c = ($c - $b) & 0xffffffff; $c ^= fl_rot32($b, 4);  $b = ($b + $a) & 0xffffffff;
+	return ($a, $b, $c);
+}
+
+sub fl_state_after_first_block
+{
+	my ($len, $seed, $block) = @_;
+	my ($a, $b, $c) = ((0x9e3779b9 + $len + 3923095) & 0xffffffff) x 3;
+
+	if ($seed != 0)
+	{
+		$a = ($a + ($seed >> 32)) & 0xffffffff;
+		$b = ($b + ($seed & 0xffffffff)) & 0xffffffff;
+		($a, $b, $c) = fl_mix($a, $b, $c);
+	}
+	my @w = unpack('V3', $block);
+	return fl_mix(map { ($_->[0] + $_->[1]) & 0xffffffff } [ $a, $w[0] ], [ $b, $w[1] ], [ $c, $w[2] ]);
+}
+
+# fl_colliding_name(VICTIM, SEED): a name other than VICTIM (at least 24 bytes), of its length
+# and with the same hash_bytes_extended under SEED (a database OID: the wait queue's hash before
+# 0.4.0; 089_queue_hash_collision.pl, 045_hostile_input.pl): a random printable first block, and a second block that cancels the difference.  Every
+# byte is 0x01..0x7f, valid in any server encoding.
+sub fl_colliding_name
+{
+	my ($victim, $seed) = @_;
+	my $len = length $victim;
+	my @x = fl_state_after_first_block($len, $seed, substr($victim, 0, 12));
+	my @x2 = unpack('V3', substr($victim, 12, 12));
+
+	for (;;)
+	{
+		my $first = join '', map { chr(0x21 + int(rand(94))) } 1 .. 12;
+		next if $first eq substr($victim, 0, 12);
+		my @y = fl_state_after_first_block($len, $seed, $first);
+		my $second = pack('V3', map { ($x[$_] + $x2[$_] - $y[$_]) & 0xffffffff } 0 .. 2);
+		next if $second =~ /[\x00\x80-\xff]/;
+		return $first . $second . substr($victim, 24);
+	}
 }
 
 package FencelockTest::Client;

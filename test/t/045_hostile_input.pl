@@ -2,7 +2,9 @@
 # (over the byte limits, control characters, multibyte, random Unicode), negative, zero, enormous
 # and malformed TTLs, wrong types and arities, misused fence triggers (AFTER, STATEMENT, INSERT,
 # DELETE, TRUNCATE, INSTEAD OF, missing, system, dropped and non-integer columns, bad options),
-# and an unprivileged role reaching for the tables.  Each one gets a clear error with the
+# an unprivileged role reaching for the tables, and (issue 20) MERGE at any depth, names that
+# collide in the wait queue's hash, two-phase commit and sessions that end under errors and
+# locks.  Each one gets a clear error with the
 # documented SQLSTATE (never XX000, the internal-error class), the server does not crash, and no
 # lease row or fence floor changes.
 use strict;
@@ -14,7 +16,8 @@ use FencelockTest;
 use PostgreSQL::Test::Utils;
 use Test::More;
 
-my $node = fl_node('hostile', init => { extra => [ '--encoding=UTF8', '--locale=C' ] });
+my $node = fl_node('hostile', init => { extra => [ '--encoding=UTF8', '--locale=C' ] },
+	conf => "max_prepared_transactions = 10\n");
 
 # Leases to protect: a held one (the functions are called on it with bad arguments, so a missing
 # check would change it), an expired one, a free one, and a fence floor.
@@ -851,5 +854,151 @@ fl_no_crash($node, 'hostile task-table input');
 		   AND fence IS DISTINCT FROM fencelock.current_fence(lease)}),
 		'0', 'every row written with a grant of its statement carries its lease\'s latest fence');
 	fl_no_crash($node, 'lease calls and writes in one statement');
+}
+# --- safe in every backend (issue 20) ---
+# Deep nesting (defect 7): a MERGE whose UPDATE action leaves the fence column alone is refused
+# (FL002) at every depth, also past the 64 levels the guard once tracked; recursion until the
+# stack runs out is an error (54001), not a crash.  The row stays as it was.
+$node->safe_psql('postgres', q{
+	CREATE TABLE deep (id int PRIMARY KEY, v text, last_fence bigint);
+	INSERT INTO deep VALUES (1, 'start', 5);
+	CREATE TRIGGER fence BEFORE UPDATE ON deep FOR EACH ROW EXECUTE FUNCTION fencelock.fence_trigger();
+	GRANT SELECT, UPDATE ON deep TO app;
+	CREATE FUNCTION deep_merge(n int) RETURNS void LANGUAGE plpgsql AS $$
+	BEGIN
+		IF n > 0 THEN PERFORM deep_merge(n - 1); RETURN; END IF;
+		MERGE INTO deep USING (SELECT 1 AS id) s ON deep.id = s.id
+		 WHEN MATCHED THEN UPDATE SET v = 'merged';
+	END $$;
+});
+foreach my $depth (0, 62, 63, 64, 65, 150)
+{
+	my ($state) = fl_error($node, 'postgres', "SELECT deep_merge($depth)",
+		extra_params => [ '-U', 'app' ]);
+	is($state // 'none', 'FL002', "an unfenced MERGE $depth levels deep is refused");
+}
+is((fl_error($node, 'postgres', 'SELECT deep_merge(1000000)', extra_params => [ '-U', 'app' ]))[0],
+	'54001', 'recursion past the stack limit is an error');
+is($node->safe_psql('postgres', 'SELECT v || last_fence FROM deep'), 'start5',
+	'the deeply nested MERGEs changed nothing');
+
+# Hash collisions (defect 9): a role holds a name whose wait-queue hash is the real resource's and
+# keeps a waiter queued under it; a waiting acquire of the free real resource is granted at once.
+{
+	my $victim = 'hostile:collide:nightly-export-01';
+	my $dboid = $node->safe_psql('postgres',
+		"SELECT oid FROM pg_database WHERE datname = 'postgres'");
+	my $forged = "convert_from('\\x" . unpack('H*', fl_colliding_name($victim, $dboid))
+	  . "'::bytea, 'UTF8')";
+	is($node->safe_psql('postgres', "SELECT hashtextextended('$victim', $dboid) = "
+		  . "hashtextextended($forged, $dboid)"), 't', 'a colliding name, computed offline');
+	$node->safe_psql('postgres', "SELECT fencelock.acquire($forged, 'squatter', '1 hour')",
+		extra_params => [ '-U', 'app' ]);
+	my ($out, $err) = ('', '');
+	my $waiter = IPC::Run::start(
+		[ 'psql', '-XAtq', '-U', 'app', '-d', $node->connstr('postgres'),
+		  '-c', "SELECT fencelock.acquire($forged, 'queued', '1 minute', wait => '20 s')" ],
+		'>' => \$out, '2>' => \$err);
+	$node->poll_query_until('postgres', "SELECT fencelock.waiters($forged) = 1")
+	  or die 'the squatter\'s waiter never queued';
+	my $t0 = Time::HiRes::time();
+	is($node->safe_psql('postgres',
+		"SELECT fencelock.acquire('$victim', 'app', '1 minute', wait => '5 s') IS NOT NULL"),
+		't', 'the real resource is granted to a waiting acquire');
+	cmp_ok(Time::HiRes::time() - $t0, '<', 4, '... without waiting for its timeout');
+	is($node->safe_psql('postgres', "SELECT fencelock.waiters('$victim')"), '0',
+		'... and the colliding waiter is not counted as the real resource\'s');
+	$node->safe_psql('postgres', "SELECT fencelock.release($forged, 'squatter')",
+		extra_params => [ '-U', 'app' ]);
+	$waiter->finish;
+	like($out, qr/^\d+$/, 'the squatter\'s own waiter is served by its own release');
+	$node->safe_psql('postgres', "SELECT fencelock.release('$victim', 'app')");
+}
+
+# Two-phase commit (defect 11): grants, releases, purges and lease-bound writes in prepared
+# transactions.  A ROLLBACK PREPARED leaves the leases and the counts as they were; a COMMIT
+# PREPARED counts once.  A session-bound grant cannot be prepared.
+{
+	my $digest = fl_lease_digest($node);
+	my $stats = q{SELECT grants || '/' || releases FROM fencelock.stats};
+	my $before = $node->safe_psql('postgres', $stats);
+	foreach my $body (
+		q{SELECT fencelock.acquire('hostile:2pc', 'w', '1 hour')},
+		q{SELECT fencelock.acquire('hostile:held', 'holder', '1 hour')},
+		q{SELECT fencelock.release('hostile:held', 'holder')},
+		q{SELECT fencelock.renew('hostile:held', 'holder', '2 hours')},
+		q{SELECT fencelock.purge('0')},
+		q{SELECT fencelock.acquire_all(ARRAY['hostile:2pc-a', 'hostile:2pc-b'], 'w', '1 hour')})
+	{
+		$node->safe_psql('postgres', "BEGIN; $body; PREPARE TRANSACTION 'hostile_2pc';");
+		$node->safe_psql('postgres', "ROLLBACK PREPARED 'hostile_2pc'");
+	}
+	is(fl_lease_digest($node), $digest, 'rolled-back prepared transactions changed no lease');
+	is($node->safe_psql('postgres', $stats), $before, '... and counted nothing');
+	my ($state) = fl_error($node, 'postgres', q{
+		BEGIN; SELECT fencelock.acquire('hostile:2pc-s', 'w', '1 hour', NULL, true);
+		PREPARE TRANSACTION 'hostile_2pc_s';});
+	ok(defined $state && $state ne 'XX000', "a session-bound grant is not prepared ($state)");
+	is($node->safe_psql('postgres', q{SELECT count(*) FROM pg_prepared_xacts}), '0',
+		'... and nothing is left prepared');
+	is(fl_lease_digest($node), $digest, '... nor granted');
+	$node->safe_psql('postgres', q{BEGIN; SELECT fencelock.acquire('hostile:2pc', 'w', '1 hour');
+		PREPARE TRANSACTION 'hostile_2pc'; COMMIT PREPARED 'hostile_2pc';});
+	my ($g0, $r0) = split m{/}, $before;
+	is($node->safe_psql('postgres', $stats), ($g0 + 1) . "/$r0", 'a committed one counts once');
+	$node->safe_psql('postgres', q{SELECT fencelock.release('hostile:2pc', 'w')});
+}
+
+# Sessions that end under errors and locks (defects 1, 5, 6): a session-bound lease whose session
+# ends read-only, in a failed transaction, with waiters queued, or while another transaction (a
+# prepared one too) holds its row locked.  The backend ends at once, nothing crashes, and the
+# lease is free for the next owner once nothing else holds its row.
+{
+	my @ends = (
+		[ 'read-only', q{SET default_transaction_read_only = on;} ],
+		[ 'in a failed transaction', q{BEGIN; SELECT 1/0;} ],
+		[ 'with statement_timeout', q{SET statement_timeout = 1;} ],
+		[ 'with its row locked by another transaction', '', 'lock' ],
+		[ 'with its row locked by a prepared transaction', '', 'prepared' ]);
+	foreach my $i (0 .. $#ends)
+	{
+		my ($what, $sql, $lock) = @{ $ends[$i] };
+		my $r = "hostile:session:$i";
+		my $holder = fl_client($node->connstr('postgres'));
+		my $pid = $holder->query(qq{SELECT pg_backend_pid();
+			SELECT fencelock.acquire('$r', 'h', '1 hour', NULL, true) IS NOT NULL;});
+		($pid) = split /\n/, $pid;
+		my ($out, $err) = ('', '');
+		my $waiter = IPC::Run::start(
+			[ 'psql', '-XAtq', '-d', $node->connstr('postgres'),
+			  '-c', "SELECT fencelock.acquire('$r', 'next', '1 minute', wait => '30 s')" ],
+			'>' => \$out, '2>' => \$err);
+		$node->poll_query_until('postgres', "SELECT fencelock.waiters('$r') = 1")
+		  or die "no waiter for $r";
+		my $locker;
+		if ($lock)
+		{
+			$locker = fl_client($node->connstr('postgres'));
+			$locker->query(qq{BEGIN; SELECT 1 FROM fencelock.lease WHERE resource = '$r' FOR UPDATE;}
+				  . ($lock eq 'prepared' ? q{PREPARE TRANSACTION 'hostile_locker';} : ''));
+		}
+		$holder->query($sql) if $sql;
+		my $t0 = Time::HiRes::time();
+		$node->safe_psql('postgres', "SELECT pg_terminate_backend($pid)");
+		ok($node->poll_query_until('postgres',
+			"SELECT NOT EXISTS (SELECT FROM pg_stat_activity WHERE pid = $pid)"),
+			"a session ending $what ends");
+		cmp_ok(Time::HiRes::time() - $t0, '<', 10, '... promptly');
+		if ($lock)
+		{
+			$locker->query($lock eq 'prepared' ? q{COMMIT PREPARED 'hostile_locker'} : 'COMMIT');
+			$locker->quit;
+		}
+		$waiter->finish;
+		like($out, qr/^\d+$/, '... and its waiter gets the lease');
+		$holder->{run}->kill_kill;
+		$node->safe_psql('postgres', "SELECT fencelock.release('$r', 'next')");
+	}
+	fl_no_crash($node, 'sessions ending under errors and locks');
 }
 done_testing();

@@ -7,8 +7,8 @@
 # acquire of the real resource, free or released, saw "someone queued ahead" and timed out.
 # The queue now compares the database and the whole name; the hash only skips other slots fast.
 #
-# The collision is computed here, against this database's OID, by the same function; the server
-# confirms it (hashtextextended is the same hash with the same seed).
+# The collision is computed here (FencelockTest's fl_colliding_name), against this database's OID;
+# the server confirms it (hashtextextended is the same hash with the same seed).
 use strict;
 use warnings FATAL => 'all';
 
@@ -21,58 +21,6 @@ use PostgreSQL::Test::Utils;
 use Test::More;
 use Time::HiRes qw(time);
 
-# PostgreSQL's hash_bytes_extended (its common/hashfn.c, Bob Jenkins' lookup3), as far as the
-# collision needs it: the state after the seed and a name's first 12-byte block.
-sub rot32 { my ($x, $k) = @_; return (($x << $k) | ($x >> (32 - $k))) & 0xffffffff; }
-
-sub mix
-{
-	my ($a, $b, $c) = @_;
-	$a = ($a - $c) & 0xffffffff; $a ^= rot32($c, 4);  $c = ($c + $b) & 0xffffffff;
-	$b = ($b - $a) & 0xffffffff; $b ^= rot32($a, 6);  $a = ($a + $c) & 0xffffffff;
-	$c = ($c - $b) & 0xffffffff; $c ^= rot32($b, 8);  $b = ($b + $a) & 0xffffffff;
-	$a = ($a - $c) & 0xffffffff; $a ^= rot32($c, 16); $c = ($c + $b) & 0xffffffff;
-	$b = ($b - $a) & 0xffffffff; $b ^= rot32($a, 19); $a = ($a + $c) & 0xffffffff;
-	$c = ($c - $b) & 0xffffffff; $c ^= rot32($b, 4);  $b = ($b + $a) & 0xffffffff;
-	return ($a, $b, $c);
-}
-
-sub state_after_first_block
-{
-	my ($len, $seed, $block) = @_;
-	my ($a, $b, $c) = ((0x9e3779b9 + $len + 3923095) & 0xffffffff) x 3;
-
-	if ($seed != 0)
-	{
-		$a = ($a + ($seed >> 32)) & 0xffffffff;
-		$b = ($b + ($seed & 0xffffffff)) & 0xffffffff;
-		($a, $b, $c) = mix($a, $b, $c);
-	}
-	my @w = unpack('V3', $block);
-	return mix(map { ($_->[0] + $_->[1]) & 0xffffffff } [ $a, $w[0] ], [ $b, $w[1] ], [ $c, $w[2] ]);
-}
-
-# A name other than $victim (at least 24 bytes), of its length and with the same hash under
-# $seed: a random printable first block, and a second block that cancels the difference.  Every
-# byte is 0x01..0x7f, valid in any server encoding.
-sub colliding_name
-{
-	my ($victim, $seed) = @_;
-	my $len = length $victim;
-	my @x = state_after_first_block($len, $seed, substr($victim, 0, 12));
-	my @x2 = unpack('V3', substr($victim, 12, 12));
-
-	for (;;)
-	{
-		my $first = join '', map { chr(0x21 + int(rand(94))) } 1 .. 12;
-		next if $first eq substr($victim, 0, 12);
-		my @y = state_after_first_block($len, $seed, $first);
-		my $second = pack('V3', map { ($x[$_] + $x2[$_] - $y[$_]) & 0xffffffff } 0 .. 2);
-		next if $second =~ /[\x00\x80-\xff]/;
-		return $first . $second . substr($victim, 24);
-	}
-}
-
 my $node = fl_node('collide');
 $node->safe_psql('postgres', q{
 	CREATE ROLE mallory LOGIN;
@@ -83,7 +31,7 @@ my $victim = 'tenant-7:orders:nightly-export';
 my $dboid = $node->safe_psql('postgres',
 	"SELECT oid FROM pg_database WHERE datname = current_database()");
 my $t0 = time;
-my $forged = colliding_name($victim, $dboid);
+my $forged = fl_colliding_name($victim, $dboid);
 note(sprintf('colliding name found in %.3f s', time - $t0));
 # The forged name as an SQL expression (it holds control characters).
 my $forged_sql = "convert_from('\\x" . unpack('H*', $forged) . "'::bytea, 'UTF8')";
