@@ -14,16 +14,22 @@
  * (fencelock.session_alive in the grant's WHERE clause, fl_session_alive on the direct path in
  * leaserow.c, and the leases view), so the lease row itself need not change when a session ends.
  * That is what makes a session's end safe to handle in an exit callback, where nothing may wait
- * and an ERROR would become FATAL (elog.c does that once proc_exit has begun) and skip the rest:
+ * (interrupts are held off: pg_terminate_backend and lock_timeout cannot end a wait there, and a
+ * shutdown waits for the backend) and where an ERROR becomes FATAL (elog.c does that once
+ * proc_exit has begun), which would skip the rest of the callback.  fl_session_exit:
  *
- *   1. fl_session_end_slot clears the slot, under the slot's spinlock: from that moment every
- *      grant sees the session as ended.  Nothing before it can fail.
- *   2. fl_session_release_rows then tidies the rows, best effort: in a transaction of its own, with
- *      conditional locks only (the lease table, the history table, NOTIFY's commit lock), rows
- *      some other transaction has locked skipped (FOR UPDATE SKIP LOCKED), synchronous_commit off
- *      (a standby that is gone must not hold the exit up), READ COMMITTED and read-write whatever
- *      the session had set.  Any error is caught, logged (LOG) and rolled back.  What it skips the
- *      liveness rule frees all the same.
+ *   1. fl_session_release_rows tidies the rows, best effort: in a transaction of its own, with
+ *      conditional locks only (the lease table, the history table, NOTIFY's commit lock), the
+ *      rows another transaction has locked skipped (FOR UPDATE SKIP LOCKED), synchronous_commit
+ *      off (a standby that is gone must not hold the exit up), READ COMMITTED and read-write
+ *      whatever the session had set (as the temporary schema's cleanup writes at exit).  Any
+ *      error is caught, logged and rolled back.  What it skips, the liveness rule frees.
+ *   2. fl_session_end_slot clears the slot, under the slot's spinlock: from then on every grant
+ *      sees the session as ended.  It comes after step 1 so that a grant never finds a row the
+ *      exit is about to release (it would take it over, and the holder's release, its history
+ *      and its session_ended notification would be lost); step 1 cannot wait, so it does not
+ *      hold the slot up.  Should step 1 still end in FATAL, fl_session_backstop, an on_shmem_exit
+ *      callback (those run after every before_shmem_exit one, also after such a FATAL), clears it.
  *   3. The waiters of every resource the session bound are woken, from backend-local memory.
  *
  * lock_delay (as in Chubby and Consul) is for exactly this involuntary loss: a holder whose session
@@ -31,9 +37,9 @@
  * did not release its lease and may still act on it.  So when a session ends holding a lease
  * granted with a lock_delay, the lease ends as if it had expired at that moment: the same owner
  * may take it again at once (with a new fence), another owner only lock_delay after the session's
- * end.  Step 2 writes that into the row (the deadline moved to the end, the session unbound, the
- * owner kept: the grant's expiry rule then applies its lock_delay).  Until step 2 has committed,
- * or when it skipped the row, the slot keeps a record of the ended session: fl_session_alive still
+ * end.  Step 1 writes that into the row (the deadline moved to the end, the session unbound, the
+ * owner kept: the grant's expiry rule then applies its lock_delay).  For a row step 1 skipped,
+ * the slot keeps a record of the ended session: fl_session_alive still
  * answers true for it until its end plus the largest lock_delay of its grants, so the liveness
  * rule gives the same answer on both paths.  A lease granted without a lock_delay is released at
  * the session's end as release() does.  release() and revoke() free a lease at once, delay or not.
@@ -235,7 +241,7 @@ fl_session_alive(int64 id)
 }
 
 /*
- * Step 1 of a session's end: the slot is cleared, and when its grants had a lock_delay, a record
+ * Step 2 of a session's end: the slot is cleared, and when its grants had a lock_delay, a record
  * keeps the session alive for that long.  Only assignments under a spinlock: nothing can fail.
  */
 static void
@@ -262,6 +268,7 @@ fl_session_end_slot(TimestampTz now)
 	}
 	pg_atomic_write_u64(&s->live, 0);
 	SpinLockRelease(&s->mutex);
+	my_session_id = 0;
 }
 
 /* For the exit transaction only, whatever the session had set. */
@@ -289,11 +296,11 @@ fl_session_notify_lock(void)
 	return LockAcquire(&tag, AccessExclusiveLock, false, true) != LOCKACQUIRE_NOT_AVAIL;
 }
 
-/* Logged when step 2 leaves rows to the liveness rule: nobody waits for the tidying. */
+/* Logged when step 1 leaves rows to the liveness rule: nobody waits for the tidying. */
 #define FL_LEFT_TO_LIVENESS                                                                        \
 	errdetail("The session is no longer alive, so grants treat its leases as ended all the same.")
 
-/* The rows of step 2, in the exit transaction; skips what it cannot lock at once. */
+/* The rows of step 1, in the exit transaction; skips what it cannot lock at once. */
 static void
 fl_session_release_rows_xact(TimestampTz now)
 {
@@ -361,7 +368,7 @@ fl_session_release_rows_xact(TimestampTz now)
 }
 
 /*
- * Step 2: the rows, best effort.  Once proc_exit has begun, elog.c turns every ERROR into FATAL,
+ * Step 1: the rows, best effort.  Once proc_exit has begun, elog.c turns every ERROR into FATAL,
  * which would end this callback half-way; the flag is lifted only inside the PG_TRY below, so that
  * an error comes back here, and is restored before anything else runs.  Signals that came in
  * meanwhile are forgotten again, as proc_exit_prepare forgot them (interrupts stay held off).
@@ -417,13 +424,20 @@ fl_session_exit(int code, Datum arg)
 	if (my_session_id == 0)
 		return;
 	now = GetCurrentTimestamp();
-	fl_session_end_slot(now);
 	if (my_session_resources != NIL && IsUnderPostmaster && OidIsValid(MyDatabaseId) &&
 		!RecoveryInProgress())
 		fl_session_release_rows(now);
+	fl_session_end_slot(now);
 	foreach (lc, my_session_resources)
 		fl_queue_wake(fl_resource_key((text *) lfirst(lc)));
-	my_session_id = 0;
+}
+
+/* on_shmem_exit: the slot is cleared even when fl_session_exit did not get to it. */
+static void
+fl_session_backstop(int code, Datum arg)
+{
+	if (my_session_id != 0)
+		fl_session_end_slot(GetCurrentTimestamp());
 }
 
 /*
@@ -446,6 +460,7 @@ fl_session_id(void)
 
 		my_session_id = (int64) ((serial << FL_SESSION_SLOT_BITS) | (uint64) FL_MY_PROCNO);
 		pg_atomic_write_u64(&fl_sessions->slots[FL_MY_PROCNO].live, (uint64) my_session_id);
+		on_shmem_exit(fl_session_backstop, (Datum) 0);
 		before_shmem_exit(fl_session_exit, (Datum) 0);
 	}
 	return my_session_id;

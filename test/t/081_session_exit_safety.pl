@@ -91,11 +91,13 @@ my ($pid, $holder) = hold('x:uaf', 'uaf-holder',
 	q{SELECT fencelock.acquire(r, 'uaf-holder-token', '5 minutes', '0', true)
 	    FROM unnest(ARRAY['x:uaf-b', 'x:uaf-c']) AS r});
 my $fence = fence_of('x:uaf');
-my @waiters = map {
-	background("uaf-waiter$_",
-		"SELECT fencelock.acquire('x:uaf', 'w$_', '5 minutes', '60 seconds')")
-} (1 .. 2);
-is(wait_for(q{SELECT fencelock.waiters('x:uaf')}, '2'), '2', '1: two waiters queue');
+my @waiters;
+for my $i (1 .. 2)
+{
+	push @waiters, background("uaf-waiter$i",
+		"SELECT fencelock.acquire('x:uaf', 'w$i', '5 minutes', '60 seconds')");
+	is(wait_for(q{SELECT fencelock.waiters('x:uaf')}, $i), $i, "1: waiter $i queues");
+}
 $node->safe_psql('postgres', "SELECT pg_terminate_backend($pid)");
 $holder->{h}->finish;
 $waiters[0]->{h}->finish;
