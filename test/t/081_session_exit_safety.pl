@@ -3,13 +3,17 @@
 # fast shutdown waits for it) and an ERROR becomes FATAL and skips the rest of the callback.
 #   1. With waiters queued, terminating the holder does not crash the server: the list of
 #      waiters to wake was built in SPI's memory and walked after SPI_finish had freed it (an
-#      assert-enabled build clobbers freed memory: a segfault, and every backend restarted).
+#      assert-enabled build clobbers freed memory: a segfault, and every backend restarted).  Its
+#      loop over the released rows also read SPI_processed and SPI_tuptable after the history
+#      statement of the first row had replaced them: of three leases only the first got its
+#      history, notification and count.
 #   5. The exit meets a row lock on the lease row (an open transaction's assert_fence, and a
 #      PREPARED one): the backend still ends at once, its lease is free at once, and a fast
 #      shutdown finishes with the prepared transaction holding the row.
 #   6. The exit's update of the rows fails (default_transaction_read_only = on in the session, a
 #      trigger that raises): the session still counts as ended and its lease is free at once, not
-#      after its five-minute ttl.
+#      after its five-minute ttl.  Also sessions that end inside a transaction (one holding its
+#      own lease row locked, one aborted).
 use strict;
 use warnings FATAL => 'all';
 
@@ -157,6 +161,24 @@ is($node->safe_psql('postgres', q{SELECT fencelock.acquire('x:readonly', 'next',
 is($node->safe_psql('postgres',
 		qq{SELECT ended_how FROM fencelock.history WHERE resource = 'x:readonly' AND fence = $fence}),
 	'released', '6: the exit released it in a read-write transaction of its own');
+
+# --- the session ends inside a transaction: one that locks its own lease row, one aborted ---
+($pid, $holder) = hold('x:in-xact', 'in-xact-holder', 'BEGIN',
+	q{SELECT fencelock.renew('x:in-xact', 'in-xact-holder-token', '5 minutes')});
+$fence = fence_of('x:in-xact');
+$node->safe_psql('postgres', "SELECT pg_terminate_backend($pid)");
+ok(gone_within($pid, 5), 'in a transaction: the session ends');
+$holder->{h}->finish;
+is($node->safe_psql('postgres', q{SELECT fencelock.acquire('x:in-xact', 'next', '1 minute', '0')}),
+	$fence + 1, 'in a transaction that locked its own lease row: the lease is free at once');
+$holder = background('aborted-holder',
+	q{SELECT fencelock.acquire('x:aborted', 'aborted-token', '5 minutes', '0', true)},
+	'BEGIN', 'SELECT 1 / 0');
+$holder->{h}->finish;
+wait_for(q{SELECT count(*) FROM pg_stat_activity WHERE application_name = 'aborted-holder'}, '0');
+is($node->safe_psql('postgres',
+		q{SELECT ended_how FROM fencelock.history WHERE resource = 'x:aborted'}),
+	'released', 'a client that leaves in an aborted transaction: the exit released its lease');
 
 # --- 6b. any error in the exit's update: a trigger that raises ---
 $node->safe_psql('postgres', q{
