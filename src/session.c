@@ -284,16 +284,31 @@ fl_session_exit_settings(void)
 }
 
 /*
- * NOTIFY's queue is written at commit under a lock that a committing notifier holds until its
- * commit is done, synchronous replication included: take it now if it is free, or send nothing.
+ * NOTIFY's queue is written at commit under a lock that every committing notifier holds until its
+ * commit is done, synchronous replication included.  Take it now, trying for a bounded moment
+ * (an ordinary commit holds it for well under that), or send nothing: a notifier stuck waiting
+ * for a standby that is gone must not hold the exit up.
  */
+#define FL_NOTIFY_LOCK_TRIES  50
+#define FL_NOTIFY_LOCK_NAP_US 2000
+
 static bool
 fl_session_notify_lock(void)
 {
 	LOCKTAG tag;
 
 	SET_LOCKTAG_OBJECT(tag, InvalidOid, DatabaseRelationId, InvalidOid, 0);
-	return LockAcquire(&tag, AccessExclusiveLock, false, true) != LOCKACQUIRE_NOT_AVAIL;
+	for (int i = 0; i < FL_NOTIFY_LOCK_TRIES; i++)
+	{
+		if (LockAcquire(&tag, AccessExclusiveLock, false, true) != LOCKACQUIRE_NOT_AVAIL)
+			return true;
+		pg_usleep(FL_NOTIFY_LOCK_NAP_US);
+	}
+	ereport(LOG_SERVER_ONLY,
+			(errmsg("session_ended notifications of ended session " INT64_FORMAT " not sent: "
+					"another transaction has been committing notifications for %d ms",
+					my_session_id, FL_NOTIFY_LOCK_TRIES * FL_NOTIFY_LOCK_NAP_US / 1000)));
+	return false;
 }
 
 /* Logged when step 1 leaves rows to the liveness rule: nobody waits for the tidying. */
@@ -312,7 +327,6 @@ fl_session_release_rows_xact(TimestampTz now)
 	int n = 0;
 	Oid history = InvalidOid;
 	bool history_ok = false;
-	bool notify_ok = false;
 	uint64 rows;
 
 	if (!ConditionalLockRelationOid(fl_lease_relid(), RowExclusiveLock))
@@ -337,33 +351,36 @@ fl_session_release_rows_xact(TimestampTz now)
 	fl_begin(&session);
 	rows = fl_run(&session_release, values, NULL, false);
 	ended = SPI_tuptable; /* kept till fl_end, while the history statements run */
-	if (rows > 0 && fencelock_notify)
-		notify_ok = fl_session_notify_lock();
 	for (uint64 r = 0; r < rows; r++)
 	{
 		HeapTuple tuple = ended->vals[r];
 		bool isnull;
-		text *resource = DatumGetTextPP(SPI_getbinval(tuple, ended->tupdesc, 1, &isnull));
-		int64 fence = DatumGetInt64(SPI_getbinval(tuple, ended->tupdesc, 2, &isnull));
 		bool released = DatumGetBool(SPI_getbinval(tuple, ended->tupdesc, 4, &isnull));
-		Datum holder = SPI_getbinval(tuple, ended->tupdesc, 3, &isnull);
+		Datum h[4];
 
-		if (notify_ok)
-			fl_notify("session_ended", resource, fence,
-					  isnull ? NULL : NameStr(*DatumGetName(holder)));
 		if (released)
 			fl_count_at_commit(FL_RELEASES, 1);
-		if (history_ok)
-		{
-			Datum h[4];
-
-			h[0] = PointerGetDatum(resource);
-			h[1] = Int64GetDatum(fence);
-			h[2] = TimestampTzGetDatum(now);
-			h[3] = BoolGetDatum(released);
-			fl_run(&session_history, h, NULL, false);
-		}
+		if (!history_ok)
+			continue;
+		h[0] = SPI_getbinval(tuple, ended->tupdesc, 1, &isnull);
+		h[1] = SPI_getbinval(tuple, ended->tupdesc, 2, &isnull);
+		h[2] = TimestampTzGetDatum(now);
+		h[3] = BoolGetDatum(released);
+		fl_run(&session_history, h, NULL, false);
 	}
+	/* Last, so that NOTIFY's lock, once taken, is held only till the commit that follows. */
+	if (rows > 0 && fencelock_notify && fl_session_notify_lock())
+		for (uint64 r = 0; r < rows; r++)
+		{
+			HeapTuple tuple = ended->vals[r];
+			bool isnull;
+			text *resource = DatumGetTextPP(SPI_getbinval(tuple, ended->tupdesc, 1, &isnull));
+			int64 fence = DatumGetInt64(SPI_getbinval(tuple, ended->tupdesc, 2, &isnull));
+			Datum holder = SPI_getbinval(tuple, ended->tupdesc, 3, &isnull);
+
+			fl_notify("session_ended", resource, fence,
+					  isnull ? NULL : NameStr(*DatumGetName(holder)));
+		}
 	fl_end(&session);
 }
 

@@ -9,7 +9,8 @@
 #      history, notification and count.
 #   5. The exit meets a row lock on the lease row (an open transaction's assert_fence, and a
 #      PREPARED one): the backend still ends at once, its lease is free at once, and a fast
-#      shutdown finishes with the prepared transaction holding the row.
+#      shutdown finishes with the prepared transaction holding the row.  Nor does it wait for a
+#      synchronous standby that is gone, or for NOTIFY's lock held by a commit waiting for one.
 #   6. The exit's update of the rows fails (default_transaction_read_only = on in the session, a
 #      trigger that raises): the session still counts as ended and its lease is free at once, not
 #      after its five-minute ttl.  Also sessions that end inside a transaction (one holding its
@@ -26,7 +27,9 @@ use PostgreSQL::Test::Utils;
 use Test::More;
 use Time::HiRes qw(usleep);
 
+# allows_streaming: synchronous replication is only requested with max_wal_senders > 0.
 my $node = fl_node('exit_safety',
+	init => { allows_streaming => 1 },
 	conf => "fencelock.history = on\nfencelock.notify = on\nmax_prepared_transactions = 2\n");
 
 # psql in the background with its own application_name, running the statements in one session.
@@ -135,7 +138,7 @@ $locker->quit;
 $fence = fence_of('x:prepared');
 $node->safe_psql('postgres', qq{BEGIN; SELECT fencelock.assert_fence('x:prepared', $fence);
                                 PREPARE TRANSACTION 'fl_081_hold'});
-my $stopped;
+my ($stopped, $log_at);
 {
 	local $ENV{PGCTLTIMEOUT} = 20;
 	$stopped = $node->stop('fast', fail_ok => 1);
@@ -149,6 +152,32 @@ is($node->safe_psql('postgres', q{SELECT count(*) FROM pg_prepared_xacts WHERE g
 $node->safe_psql('postgres', q{ROLLBACK PREPARED 'fl_081_hold'});
 is($node->safe_psql('postgres', q{SELECT fencelock.acquire('x:prepared', 'next', '1 minute', '0')}),
 	$fence + 1, '5: after the restart the lease is free for another owner');
+
+# --- 5c. synchronous replication to a standby that is gone: the exit's commit does not wait for
+# it, nor for NOTIFY's lock, which a grant (with fencelock.notify = on) stuck in that wait holds ---
+my ($pid_a, $holder_a) = hold('x:syncrep', 'syncrep-holder');
+my ($pid_b, $holder_b) = hold('x:notify', 'notify-holder');
+$node->append_conf('postgresql.conf', "synchronous_standby_names = 'fl_081_gone'\n");
+$node->reload;
+wait_for(q{SHOW synchronous_standby_names}, 'fl_081_gone');
+$node->safe_psql('postgres', "SELECT pg_terminate_backend($pid_a)");
+ok(gone_within($pid_a, 5), '5: a session ends while synchronous commits wait for a standby that is gone');
+my $notifier = background('stuck-notifier',
+	q{SELECT fencelock.acquire('x:granted-with-notify', 'o', '1 minute')});
+is(wait_for(q{SELECT wait_event FROM pg_stat_activity WHERE application_name = 'stuck-notifier'},
+		'SyncRep', 10),
+	'SyncRep', "5: meanwhile a grant's commit waits for the standby, holding NOTIFY's lock");
+$log_at = -s $node->logfile;
+$node->safe_psql('postgres', "SELECT pg_terminate_backend($pid_b)");
+ok(gone_within($pid_b, 5), "5: and while a notifier's commit waits for it, holding NOTIFY's lock");
+is($node->safe_psql('postgres', q{SELECT string_agg(state, ' ' ORDER BY resource)
+                                   FROM fencelock.leases WHERE resource IN ('x:syncrep', 'x:notify')}),
+	'free free', '5: both leases are free');
+ok($node->log_contains(qr/session_ended notifications of ended session \d+ not sent/, $log_at),
+	'5: the notification that could not be sent is logged');
+$node->append_conf('postgresql.conf', "synchronous_standby_names = ''\n");
+$node->reload;
+$_->{h}->finish for ($holder_a, $holder_b, $notifier);
 
 # --- 6a. default_transaction_read_only = on in the ended session ---
 ($pid, $holder) = hold('x:readonly', 'readonly-holder', 'SET default_transaction_read_only = on');
@@ -193,7 +222,7 @@ $node->safe_psql('postgres', q{
 	    FOR EACH ROW EXECUTE FUNCTION public.fl_081_refuse()});
 ($pid, $holder) = hold('x:error', 'doomed-holder');
 $fence = fence_of('x:error');
-my $log_at = -s $node->logfile;
+$log_at = -s $node->logfile;
 $node->safe_psql('postgres', "SELECT pg_terminate_backend($pid)");
 ok(gone_within($pid, 5), '6: a session whose exit update fails ends');
 $holder->{h}->finish;
