@@ -36,15 +36,15 @@
  * ended — its client disconnected or vanished, pg_terminate_backend, a FATAL error, a shutdown —
  * did not release its lease and may still act on it.  So when a session ends holding a lease
  * granted with a lock_delay, the lease ends as if it had expired at that moment: the same owner
- * may take it again at once (with a new fence), another owner only lock_delay after the session's
- * end.  Step 1 writes that into the row (the deadline moved to the end, the session unbound, the
- * owner kept: the grant's expiry rule then applies its lock_delay).  For a row step 1 skipped,
- * the slot keeps a record of the ended session: fl_session_alive still
- * answers true for it until its end plus the largest lock_delay of its grants, so the liveness
- * rule gives the same answer on both paths.  A lease granted without a lock_delay is released at
- * the session's end as release() does.  release() and revoke() free a lease at once, delay or not.
- * After a crash restart (no exit callbacks, shared memory made anew) the leases of the sessions
- * the crash ended are free at once.
+ * may take it again at once, another owner only lock_delay after the session's end.  Step 1
+ * writes that into the row (the deadline moved to the end, the session unbound, the owner kept:
+ * the grant's expiry rule then applies its lock_delay).  For a row step 1 skipped, step 2 leaves
+ * a record of the ended session in its slot: fl_session_alive answers true for it until its end
+ * plus the largest lock_delay of its grants, so the grant's statement and the direct path give
+ * the same answer there too.  A lease granted without a lock_delay is released at the session's
+ * end as release() does.  release() and revoke() free a lease at once, delay or not.  After a
+ * crash restart (no exit callbacks, shared memory made anew) the leases of the sessions the crash
+ * ended are free at once.
  */
 #include "postgres.h"
 
@@ -313,7 +313,7 @@ fl_session_notify_lock(void)
 
 /* Logged when step 1 leaves rows to the liveness rule: nobody waits for the tidying. */
 #define FL_LEFT_TO_LIVENESS                                                                        \
-	errdetail("The session is no longer alive, so grants treat its leases as ended all the same.")
+	errdetail("Grants treat the leases of a session that has ended as ended all the same.")
 
 /* The rows of step 1, in the exit transaction; skips what it cannot lock at once. */
 static void
