@@ -4,35 +4,68 @@
  *   SELECT fencelock.acquire('leader', 'node-1', '30 s', wait => '0', session => true);
  *
  * A session-bound lease carries the id of the backend session that took it (lease.session_id).
- * It is released (its fence kept) when that session ends:
- *
- *   - on any exit that runs the backend's exit callbacks (the client disconnected or vanished,
- *     pg_terminate_backend, a FATAL error, a server shutdown), fl_session_exit releases the
- *     session's leases in a transaction of its own and wakes their waiters;
- *   - when a backend dies without them (a crash, which restarts the server), its id is simply no
- *     longer registered: a grant treats a lease whose session is not alive as free
- *     (fencelock.session_alive in the grant's WHERE clause), as the leases view does.
- *
  * Session ids live in shared memory, one slot per PGPROC, so only a preloaded library can bind a
  * lease to a session.  An id is the slot number in its low bits and a serial above it; the serial
  * starts from the clock at every start of the server, so an id of a session from before a restart
  * (or from a dumped cluster) matches no live session.  The TTL still applies: a session that hangs
  * loses its lease when the lease expires.
+ *
+ * The rule is liveness: a grant treats a lease whose session is not alive as free
+ * (fencelock.session_alive in the grant's WHERE clause, fl_session_alive on the direct path in
+ * leaserow.c, and the leases view), so the lease row itself need not change when a session ends.
+ * That is what makes a session's end safe to handle in an exit callback, where nothing may wait
+ * (interrupts are held off: pg_terminate_backend and lock_timeout cannot end a wait there, and a
+ * shutdown waits for the backend) and where an ERROR becomes FATAL (elog.c does that once
+ * proc_exit has begun), which would skip the rest of the callback.  fl_session_exit:
+ *
+ *   1. fl_session_release_rows tidies the rows, best effort: in a transaction of its own, with
+ *      conditional locks only (the lease table, the history table, NOTIFY's commit lock), the
+ *      rows another transaction has locked skipped (FOR UPDATE SKIP LOCKED), synchronous_commit
+ *      off (a standby that is gone must not hold the exit up), READ COMMITTED and read-write
+ *      whatever the session had set (as the temporary schema's cleanup writes at exit).  Any
+ *      error is caught, logged and rolled back.  What it skips, the liveness rule frees.
+ *   2. fl_session_end_slot clears the slot, under the slot's spinlock: from then on every grant
+ *      sees the session as ended.  It comes after step 1 so that a grant never finds a row the
+ *      exit is about to release (it would take it over, and the holder's release, its history
+ *      and its session_ended notification would be lost); step 1 cannot wait, so it does not
+ *      hold the slot up.  Should step 1 still end in FATAL, fl_session_backstop, an on_shmem_exit
+ *      callback (those run after every before_shmem_exit one, also after such a FATAL), clears it.
+ *   3. The waiters of every resource the session bound are woken, from backend-local memory.
+ *
+ * lock_delay (as in Chubby and Consul) is for exactly this involuntary loss: a holder whose session
+ * ended — its client disconnected or vanished, pg_terminate_backend, a FATAL error, a shutdown —
+ * did not release its lease and may still act on it.  So when a session ends holding a lease
+ * granted with a lock_delay, the lease ends as if it had expired at that moment: the same owner
+ * may take it again at once, another owner only lock_delay after the session's end.  Step 1
+ * writes that into the row (the deadline moved to the end, the session unbound, the owner kept:
+ * the grant's expiry rule then applies its lock_delay).  For a row step 1 skipped, step 2 leaves
+ * a record of the ended session in its slot: fl_session_alive answers true for it until its end
+ * plus the largest lock_delay of its grants, so the grant's statement and the direct path give
+ * the same answer there too.  A lease granted without a lock_delay is released at the session's
+ * end as release() does.  release() and revoke() free a lease at once, delay or not.  After a
+ * crash restart (no exit callbacks, shared memory made anew) the leases of the sessions the crash
+ * ended are free at once.
  */
 #include "postgres.h"
 
 #include "access/xact.h"
+#include "access/xlog.h"
 #include "catalog/namespace.h"
+#include "catalog/pg_database.h"
 #include "catalog/pg_type.h"
 #include "fencelock.h"
 #include "miscadmin.h"
 #include "port/atomics.h"
 #include "shmem.h"
 #include "storage/ipc.h"
+#include "storage/lmgr.h"
+#include "storage/lock.h"
 #include "storage/proc.h"
 #include "storage/shmem.h"
+#include "storage/spin.h"
 #include "utils/array.h"
 #include "utils/builtins.h"
+#include "utils/guc.h"
 #include "utils/inval.h"
 #include "utils/lsyscache.h"
 #include "utils/memutils.h"
@@ -45,33 +78,80 @@ PG_FUNCTION_INFO_V1(fencelock_session_alive);
 #define FL_SESSION_SLOT_BITS 18
 #define FL_SESSION_SLOT_MASK ((UINT64CONST(1) << FL_SESSION_SLOT_BITS) - 1)
 
+/*
+ * One slot per PGPROC.  live is written by the slot's own backend only (at registration without
+ * the lock, at exit under it) and read by anyone.  The record of ended sessions is written by the
+ * slot's backend at exit and read by grants, both under mutex: the ended sessions of this slot
+ * with ids from ended_first to ended_last (ids of one slot grow with time) still count as alive
+ * until held_until, their lock_delay.  When a session ends while the record of an earlier one is
+ * still running, the record is widened to cover both, till the later of the two ends: that may hold
+ * the earlier one's leases longer, never shorter.
+ */
+typedef struct FlSessionSlot
+{
+	pg_atomic_uint64 live; /* the id of the session in this slot; 0 when none */
+	slock_t mutex;
+	uint64 ended_first;
+	uint64 ended_last;
+	TimestampTz held_until; /* 0: no record */
+} FlSessionSlot;
+
 typedef struct FlSessions
 {
 	pg_atomic_uint64 next_serial;
 	int nslots;
-	pg_atomic_uint64 slots[FLEXIBLE_ARRAY_MEMBER]; /* the live id of each slot; 0 when none */
+	FlSessionSlot slots[FLEXIBLE_ARRAY_MEMBER];
 } FlSessions;
 
 static FlSessions *fl_sessions = NULL;
 static shmem_request_hook_type prev_shmem_request_hook = NULL;
 static shmem_startup_hook_type prev_shmem_startup_hook = NULL;
 
-/* This backend's session id (0 until its first session-bound grant) and what it bound. */
+/*
+ * This backend's session id (0 until its first session-bound grant), what it bound, and the
+ * largest lock_delay of those grants (microseconds).
+ */
 static int64 my_session_id = 0;
 static List *my_session_resources = NIL; /* text *, in TopMemoryContext */
+static int64 my_session_lock_delay = 0;
 
 /* The session the grants of the current call bind to; 0 for ordinary leases. */
 int64 fl_grant_session = 0;
 
-/* $1 resources this session bound, $2 its id, $3 now: release what it still holds */
+/*
+ * $1 resources this session bound, $2 its id, $3 the session's end: what it still holds and no
+ * other transaction has locked.  A lease granted with a lock_delay keeps its owner and expires now
+ * (unbound, so that the grant's expiry rule applies the delay); any other is released.  Returns
+ * whether each was released.
+ */
 static FlStmt session_release = {
-	"UPDATE fencelock.lease AS l SET owner = NULL, expires_at = $3 "
-	"WHERE l.resource OPERATOR(pg_catalog.=) ANY ($1) "
-	" AND l.session_id OPERATOR(pg_catalog.=) $2 AND l.owner IS NOT NULL "
-	" AND l.expires_at OPERATOR(pg_catalog.>) $3 "
-	"RETURNING l.resource, l.fence, l.holder",
+	"UPDATE fencelock.lease AS l SET session_id = NULL, expires_at = $3, "
+	" owner = CASE WHEN COALESCE(l.lock_delay, '0') OPERATOR(pg_catalog.>) '0' THEN l.owner END "
+	"WHERE l.ctid OPERATOR(pg_catalog.=) ANY (ARRAY("
+	"  SELECT o.ctid FROM fencelock.lease AS o "
+	"  WHERE o.resource OPERATOR(pg_catalog.=) ANY ($1) "
+	"   AND o.session_id OPERATOR(pg_catalog.=) $2 AND o.owner IS NOT NULL "
+	"   AND o.expires_at OPERATOR(pg_catalog.>) $3 FOR UPDATE OF o SKIP LOCKED)) "
+	" AND l.session_id OPERATOR(pg_catalog.=) $2 "
+	"RETURNING l.resource, l.fence, l.holder, l.owner IS NULL",
 	3,
 	{TEXTARRAYOID, INT8OID, TIMESTAMPTZOID}};
+
+/*
+ * $1 resource, $2 fence, $3 the session's end, $4 released: the grant's history row, unless
+ * another transaction has it locked.  A released grant ended then; an expired one has its
+ * deadline moved there and is closed by whatever comes next, as any expired grant.
+ */
+static FlStmt session_history = {
+	"UPDATE fencelock.history AS h SET "
+	" expires_at = CASE WHEN $4 THEN h.expires_at ELSE LEAST(h.expires_at, $3) END, "
+	" ended_at = CASE WHEN $4 THEN $3 ELSE h.ended_at END, "
+	" ended_how = CASE WHEN $4 THEN 'released' ELSE h.ended_how END "
+	"WHERE h.ctid OPERATOR(pg_catalog.=) ANY (ARRAY("
+	"  SELECT o.ctid FROM fencelock.history AS o WHERE o.resource OPERATOR(pg_catalog.=) $1 "
+	"   AND o.fence OPERATOR(pg_catalog.=) $2 FOR UPDATE OF o SKIP LOCKED))",
+	4,
+	{TEXTOID, INT8OID, TIMESTAMPTZOID, BOOLOID}};
 
 static int
 fl_session_nslots(void)
@@ -83,7 +163,7 @@ static Size
 fl_session_shmem_size(void)
 {
 	return add_size(offsetof(FlSessions, slots),
-					mul_size(fl_session_nslots(), sizeof(pg_atomic_uint64)));
+					mul_size(fl_session_nslots(), sizeof(FlSessionSlot)));
 }
 
 static void
@@ -109,7 +189,15 @@ fl_session_shmem_startup(void)
 		pg_atomic_init_u64(&fl_sessions->next_serial, (uint64) (GetCurrentTimestamp() / 1000) + 1);
 		fl_sessions->nslots = fl_session_nslots();
 		for (int i = 0; i < fl_sessions->nslots; i++)
-			pg_atomic_init_u64(&fl_sessions->slots[i], 0);
+		{
+			FlSessionSlot *s = &fl_sessions->slots[i];
+
+			pg_atomic_init_u64(&s->live, 0);
+			SpinLockInit(&s->mutex);
+			s->ended_first = 0;
+			s->ended_last = 0;
+			s->held_until = 0;
+		}
 	}
 	LWLockRelease(AddinShmemInitLock);
 }
@@ -124,98 +212,249 @@ fl_session_shmem_init(void)
 	shmem_startup_hook = fl_session_shmem_startup;
 }
 
-/* Whether the session with this id is still connected (false without preload). */
+/*
+ * Whether the leases of the session with this id still count as its: the session is connected,
+ * or it ended less than the lock_delay of its grants ago (false without preload).  The one rule
+ * of liveness, for the grant's statement (through fencelock.session_alive), the direct path and
+ * the leases view alike.
+ */
 bool
 fl_session_alive(int64 id)
 {
 	uint64 slot = (uint64) id & FL_SESSION_SLOT_MASK;
+	FlSessionSlot *s;
+	bool alive;
+	TimestampTz until = 0;
 
 	if (fl_sessions == NULL || id <= 0 || slot >= (uint64) fl_sessions->nslots)
 		return false;
-	return pg_atomic_read_u64(&fl_sessions->slots[slot]) == (uint64) id;
+	s = &fl_sessions->slots[slot];
+	if (pg_atomic_read_u64(&s->live) == (uint64) id)
+		return true;
+	SpinLockAcquire(&s->mutex);
+	alive = pg_atomic_read_u64(&s->live) == (uint64) id;
+	if (!alive && s->held_until != 0 && (uint64) id >= s->ended_first &&
+		(uint64) id <= s->ended_last)
+		until = s->held_until;
+	SpinLockRelease(&s->mutex);
+	return alive || (until != 0 && GetCurrentTimestamp() < until);
 }
 
 /*
- * Release the leases this session still holds, in a transaction of its own, as the temporary
- * schema's cleanup does at exit.  Waiters are woken after the commit.  Any error here is
- * reported and swallowed: the session id is unregistered all the same, which frees the leases
- * for the next grant.
+ * Step 2 of a session's end: the slot is cleared, and when its grants had a lock_delay, a record
+ * keeps the session alive for that long.  Only assignments under a spinlock: nothing can fail.
  */
+static void
+fl_session_end_slot(TimestampTz now)
+{
+	FlSessionSlot *s = &fl_sessions->slots[(uint64) my_session_id & FL_SESSION_SLOT_MASK];
+
+	SpinLockAcquire(&s->mutex);
+	if (my_session_lock_delay > 0)
+	{
+		TimestampTz until = now + my_session_lock_delay;
+
+		if (s->held_until > now)
+		{
+			/* An earlier session of this slot is still held: cover both. */
+			s->ended_last = (uint64) my_session_id;
+			s->held_until = Max(s->held_until, until);
+		}
+		else
+		{
+			s->ended_first = s->ended_last = (uint64) my_session_id;
+			s->held_until = until;
+		}
+	}
+	pg_atomic_write_u64(&s->live, 0);
+	SpinLockRelease(&s->mutex);
+	my_session_id = 0;
+}
+
+/* For the exit transaction only, whatever the session had set. */
+static void
+fl_session_exit_settings(void)
+{
+	(void) set_config_option("transaction_isolation", "read committed", PGC_USERSET, PGC_S_SESSION,
+							 GUC_ACTION_LOCAL, true, 0, false);
+	(void) set_config_option("transaction_read_only", "off", PGC_USERSET, PGC_S_SESSION,
+							 GUC_ACTION_LOCAL, true, 0, false);
+	(void) set_config_option("synchronous_commit", "off", PGC_USERSET, PGC_S_SESSION,
+							 GUC_ACTION_LOCAL, true, 0, false);
+}
+
+/*
+ * NOTIFY's queue is written at commit under a lock that every committing notifier holds until its
+ * commit is done, synchronous replication included.  Take it now, trying for a bounded moment
+ * (an ordinary commit holds it for well under that), or send nothing: a notifier stuck waiting
+ * for a standby that is gone must not hold the exit up.
+ */
+#define FL_NOTIFY_LOCK_TRIES  50
+#define FL_NOTIFY_LOCK_NAP_US 2000
+
+static bool
+fl_session_notify_lock(void)
+{
+	LOCKTAG tag;
+
+	SET_LOCKTAG_OBJECT(tag, InvalidOid, DatabaseRelationId, InvalidOid, 0);
+	for (int i = 0; i < FL_NOTIFY_LOCK_TRIES; i++)
+	{
+		if (LockAcquire(&tag, AccessExclusiveLock, false, true) != LOCKACQUIRE_NOT_AVAIL)
+			return true;
+		pg_usleep(FL_NOTIFY_LOCK_NAP_US);
+	}
+	ereport(LOG_SERVER_ONLY,
+			(errmsg("session_ended notifications of ended session " INT64_FORMAT " not sent: "
+					"another transaction has been committing notifications for %d ms",
+					my_session_id, FL_NOTIFY_LOCK_TRIES * FL_NOTIFY_LOCK_NAP_US / 1000)));
+	return false;
+}
+
+/* Logged when step 1 leaves rows to the liveness rule: nobody waits for the tidying. */
+#define FL_LEFT_TO_LIVENESS                                                                        \
+	errdetail("Grants treat the leases of a session that has ended as ended all the same.")
+
+/* The rows of step 1, in the exit transaction; skips what it cannot lock at once. */
+static void
+fl_session_release_rows_xact(TimestampTz now)
+{
+	Datum *elems = palloc(sizeof(Datum) * list_length(my_session_resources));
+	Datum values[3];
+	FlSession session;
+	SPITupleTable *ended;
+	ListCell *lc;
+	int n = 0;
+	Oid history = InvalidOid;
+	bool history_ok = false;
+	uint64 rows;
+
+	if (!ConditionalLockRelationOid(fl_lease_relid(), RowExclusiveLock))
+	{
+		ereport(LOG_SERVER_ONLY,
+				(errmsg("lease rows of ended session " INT64_FORMAT " not updated: table "
+						"fencelock.lease is locked by another transaction",
+						my_session_id),
+				 FL_LEFT_TO_LIVENESS));
+		return;
+	}
+	if (fencelock_history)
+	{
+		history = get_relname_relid("history", fl_extension_schema());
+		history_ok = OidIsValid(history) && ConditionalLockRelationOid(history, RowExclusiveLock);
+	}
+	foreach (lc, my_session_resources)
+		elems[n++] = PointerGetDatum(lfirst(lc));
+	values[0] = PointerGetDatum(construct_array(elems, n, TEXTOID, -1, false, TYPALIGN_INT));
+	values[1] = Int64GetDatum(my_session_id);
+	values[2] = TimestampTzGetDatum(now);
+	fl_begin(&session);
+	rows = fl_run(&session_release, values, NULL, false);
+	ended = SPI_tuptable; /* kept till fl_end, while the history statements run */
+	for (uint64 r = 0; r < rows; r++)
+	{
+		HeapTuple tuple = ended->vals[r];
+		bool isnull;
+		bool released = DatumGetBool(SPI_getbinval(tuple, ended->tupdesc, 4, &isnull));
+		Datum h[4];
+
+		if (released)
+			fl_count_at_commit(FL_RELEASES, 1);
+		if (!history_ok)
+			continue;
+		h[0] = SPI_getbinval(tuple, ended->tupdesc, 1, &isnull);
+		h[1] = SPI_getbinval(tuple, ended->tupdesc, 2, &isnull);
+		h[2] = TimestampTzGetDatum(now);
+		h[3] = BoolGetDatum(released);
+		fl_run(&session_history, h, NULL, false);
+	}
+	/* Last, so that NOTIFY's lock, once taken, is held only till the commit that follows. */
+	if (rows > 0 && fencelock_notify && fl_session_notify_lock())
+		for (uint64 r = 0; r < rows; r++)
+		{
+			HeapTuple tuple = ended->vals[r];
+			bool isnull;
+			text *resource = DatumGetTextPP(SPI_getbinval(tuple, ended->tupdesc, 1, &isnull));
+			int64 fence = DatumGetInt64(SPI_getbinval(tuple, ended->tupdesc, 2, &isnull));
+			Datum holder = SPI_getbinval(tuple, ended->tupdesc, 3, &isnull);
+
+			fl_notify("session_ended", resource, fence,
+					  isnull ? NULL : NameStr(*DatumGetName(holder)));
+		}
+	fl_end(&session);
+}
+
+/*
+ * Step 1: the rows, best effort.  Once proc_exit has begun, elog.c turns every ERROR into FATAL,
+ * which would end this callback half-way; the flag is lifted only inside the PG_TRY below, so that
+ * an error comes back here, and is restored before anything else runs.  Signals that came in
+ * meanwhile are forgotten again, as proc_exit_prepare forgot them (interrupts stay held off).
+ */
+static void
+fl_session_release_rows(TimestampTz now)
+{
+	MemoryContext cxt = MemoryContextSwitchTo(TopMemoryContext);
+	bool exiting = proc_exit_inprogress;
+
+	proc_exit_inprogress = false;
+	PG_TRY();
+	{
+		AbortOutOfAnyTransaction();
+		StartTransactionCommand();
+		fl_session_exit_settings();
+		PushActiveSnapshot(GetTransactionSnapshot());
+		fl_session_release_rows_xact(now);
+		PopActiveSnapshot();
+		CommitTransactionCommand();
+		proc_exit_inprogress = exiting;
+	}
+	PG_CATCH();
+	{
+		ErrorData *edata;
+
+		proc_exit_inprogress = exiting;
+		MemoryContextSwitchTo(TopMemoryContext);
+		edata = CopyErrorData();
+		FlushErrorState();
+		AbortOutOfAnyTransaction();
+		ereport(LOG_SERVER_ONLY,
+				(errcode(edata->sqlerrcode),
+				 errmsg("could not update the lease rows of ended session " INT64_FORMAT ": %s",
+						my_session_id, edata->message),
+				 FL_LEFT_TO_LIVENESS));
+		FreeErrorData(edata);
+	}
+	PG_END_TRY();
+	InterruptPending = false;
+	ProcDiePending = false;
+	QueryCancelPending = false;
+	MemoryContextSwitchTo(cxt);
+}
+
+/* The exit callback: the three steps of a session's end (see the top of this file). */
 static void
 fl_session_exit(int code, Datum arg)
 {
-	MemoryContext cxt = CurrentMemoryContext;
-	List *woken = NIL;
+	TimestampTz now;
+	ListCell *lc;
 
 	if (my_session_id == 0)
 		return;
-	if (my_session_resources != NIL && IsUnderPostmaster && MyDatabaseId != InvalidOid)
-	{
-		AbortOutOfAnyTransaction();
-		PG_TRY();
-		{
-			Datum *elems = palloc(sizeof(Datum) * list_length(my_session_resources));
-			Datum values[3];
-			FlSession session;
-			ListCell *lc;
-			int n = 0;
-			TimestampTz now = GetCurrentTimestamp();
+	now = GetCurrentTimestamp();
+	if (my_session_resources != NIL && IsUnderPostmaster && OidIsValid(MyDatabaseId) &&
+		!RecoveryInProgress())
+		fl_session_release_rows(now);
+	fl_session_end_slot(now);
+	foreach (lc, my_session_resources)
+		fl_queue_wake((text *) lfirst(lc));
+}
 
-			StartTransactionCommand();
-			PushActiveSnapshot(GetTransactionSnapshot());
-			foreach (lc, my_session_resources)
-				elems[n++] = PointerGetDatum(lfirst(lc));
-			values[0] =
-				PointerGetDatum(construct_array(elems, n, TEXTOID, -1, false, TYPALIGN_INT));
-			values[1] = Int64GetDatum(my_session_id);
-			values[2] = TimestampTzGetDatum(now);
-			fl_begin(&session);
-			fl_run(&session_release, values, NULL, false);
-			for (uint64 r = 0; r < SPI_processed; r++)
-			{
-				HeapTuple tuple = SPI_tuptable->vals[r];
-				TupleDesc desc = SPI_tuptable->tupdesc;
-				bool isnull;
-				text *resource = DatumGetTextPP(SPI_getbinval(tuple, desc, 1, &isnull));
-				int64 fence = DatumGetInt64(SPI_getbinval(tuple, desc, 2, &isnull));
-				Datum holder = SPI_getbinval(tuple, desc, 3, &isnull);
-
-				if (fencelock_history)
-					fl_history_update(resource, fence, now, now, true);
-				fl_notify("session_ended", resource, fence,
-						  isnull ? NULL : NameStr(*DatumGetName(holder)));
-				fl_count_at_commit(FL_RELEASES, 1);
-				{
-					/* Woken after SPI_finish and the commit: the name is kept outside SPI. */
-					MemoryContext spi = MemoryContextSwitchTo(TopMemoryContext);
-
-					woken = lappend(woken, cstring_to_text_with_len(VARDATA_ANY(resource),
-																	VARSIZE_ANY_EXHDR(resource)));
-					MemoryContextSwitchTo(spi);
-				}
-			}
-			fl_end(&session);
-			PopActiveSnapshot();
-			CommitTransactionCommand();
-		}
-		PG_CATCH();
-		{
-			MemoryContextSwitchTo(cxt);
-			EmitErrorReport();
-			FlushErrorState();
-			AbortOutOfAnyTransaction();
-			woken = NIL;
-		}
-		PG_END_TRY();
-	}
-	pg_atomic_write_u64(&fl_sessions->slots[FL_MY_PROCNO], 0);
-	my_session_id = 0;
-	{
-		ListCell *lc;
-
-		foreach (lc, woken)
-			fl_queue_wake((text *) lfirst(lc));
-	}
+/* on_shmem_exit: the slot is cleared even when fl_session_exit did not get to it. */
+static void
+fl_session_backstop(int code, Datum arg)
+{
+	if (my_session_id != 0)
+		fl_session_end_slot(GetCurrentTimestamp());
 }
 
 /*
@@ -237,7 +476,8 @@ fl_session_id(void)
 		uint64 serial = pg_atomic_fetch_add_u64(&fl_sessions->next_serial, 1);
 
 		my_session_id = (int64) ((serial << FL_SESSION_SLOT_BITS) | (uint64) FL_MY_PROCNO);
-		pg_atomic_write_u64(&fl_sessions->slots[FL_MY_PROCNO], (uint64) my_session_id);
+		pg_atomic_write_u64(&fl_sessions->slots[FL_MY_PROCNO].live, (uint64) my_session_id);
+		on_shmem_exit(fl_session_backstop, (Datum) 0);
 		before_shmem_exit(fl_session_exit, (Datum) 0);
 	}
 	return my_session_id;
@@ -250,6 +490,8 @@ fl_session_bound(text *resource)
 	MemoryContext old;
 	ListCell *lc;
 
+	/* The grant stored the caller's fencelock.lock_delay in the row (lease.c). */
+	my_session_lock_delay = Max(my_session_lock_delay, (int64) fencelock_lock_delay_ms * 1000);
 	foreach (lc, my_session_resources)
 	{
 		text *t = lfirst(lc);
