@@ -917,7 +917,7 @@ is($node->safe_psql('postgres', 'SELECT v || last_fence FROM deep'), 'start5',
 
 # Two-phase commit (defect 11): grants, releases, purges and lease-bound writes in prepared
 # transactions.  A ROLLBACK PREPARED leaves the leases and the counts as they were; a COMMIT
-# PREPARED counts once.  A session-bound grant cannot be prepared.
+# PREPARED counts once; a prepared session-bound grant belongs to the session that made it.
 {
 	my $digest = fl_lease_digest($node);
 	my $stats = q{SELECT grants || '/' || releases FROM fencelock.stats};
@@ -935,13 +935,23 @@ is($node->safe_psql('postgres', 'SELECT v || last_fence FROM deep'), 'start5',
 	}
 	is(fl_lease_digest($node), $digest, 'rolled-back prepared transactions changed no lease');
 	is($node->safe_psql('postgres', $stats), $before, '... and counted nothing');
-	my ($state) = fl_error($node, 'postgres', q{
-		BEGIN; SELECT fencelock.acquire('hostile:2pc-s', 'w', '1 hour', NULL, true);
+	# A session-bound grant prepared, committed by another session: bound to the session that
+	# made it, held while that session lives and free once it ends.
+	my $preparer = fl_client($node->connstr('postgres'));
+	my ($ppid) = split /\n/, $preparer->query(q{SELECT pg_backend_pid();
+		BEGIN; SELECT fencelock.acquire('hostile:2pc-s', 'w', '1 hour', '0', true) IS NOT NULL;
 		PREPARE TRANSACTION 'hostile_2pc_s';});
-	ok(defined $state && $state ne 'XX000', "a session-bound grant is not prepared ($state)");
-	is($node->safe_psql('postgres', q{SELECT count(*) FROM pg_prepared_xacts}), '0',
-		'... and nothing is left prepared');
-	is(fl_lease_digest($node), $digest, '... nor granted');
+	my $try = q{SELECT fencelock.acquire('hostile:2pc-s', 'other', '1 hour') IS NOT NULL};
+	is($node->safe_psql('postgres', "COMMIT PREPARED 'hostile_2pc_s'; $try"), 'f',
+		'a prepared session-bound grant, committed elsewhere, is held while its session lives');
+	$node->safe_psql('postgres', "SELECT pg_terminate_backend($ppid)");
+	$node->poll_query_until('postgres',
+		"SELECT NOT EXISTS (SELECT FROM pg_stat_activity WHERE pid = $ppid)");
+	is($node->safe_psql('postgres', $try), 't', '... and free once that session ended');
+	$preparer->{run}->kill_kill;
+	$node->safe_psql('postgres', q{SELECT fencelock.release('hostile:2pc-s', 'other')});
+	$digest = fl_lease_digest($node);
+	$before = $node->safe_psql('postgres', $stats);
 	$node->safe_psql('postgres', q{BEGIN; SELECT fencelock.acquire('hostile:2pc', 'w', '1 hour');
 		PREPARE TRANSACTION 'hostile_2pc'; COMMIT PREPARED 'hostile_2pc';});
 	my ($g0, $r0) = split m{/}, $before;
@@ -966,7 +976,7 @@ is($node->safe_psql('postgres', 'SELECT v || last_fence FROM deep'), 'start5',
 		my $r = "hostile:session:$i";
 		my $holder = fl_client($node->connstr('postgres'));
 		my $pid = $holder->query(qq{SELECT pg_backend_pid();
-			SELECT fencelock.acquire('$r', 'h', '1 hour', NULL, true) IS NOT NULL;});
+			SELECT fencelock.acquire('$r', 'h', '1 hour', '0', true) IS NOT NULL;});
 		($pid) = split /\n/, $pid;
 		my ($out, $err) = ('', '');
 		my $waiter = IPC::Run::start(
