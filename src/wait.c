@@ -262,10 +262,11 @@ fl_acquire_set(text **res, int n, text *owner, int64 ttl, TimestampTz deadline, 
 				{
 					/* Give up the place in the old queue: its next waiter may try. */
 					fl_queue_leave(true);
-					if (GetCurrentTimestamp() >= deadline)
-						break;
+					/* Before the deadline: the answer must not depend on how long the try took. */
 					if (IsolationUsesXactSnapshot())
 						fl_refuse_snapshot_wait();
+					if (GetCurrentTimestamp() >= deadline)
+						break;
 					if (!waited)
 					{
 						fl_count(FL_WAITS, 1);
