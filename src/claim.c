@@ -1053,7 +1053,11 @@ key_equality(Oid opfamily, Oid opcintype)
 	char *result;
 
 	if (!OidIsValid(opno))
-		elog(ERROR, "no equality operator in opfamily %u for type %u", opfamily, opcintype);
+		ereport(ERROR,
+				(errcode(ERRCODE_UNDEFINED_FUNCTION),
+				 errmsg("the key's btree operator family has no equality operator for type %s",
+						format_type_be(opcintype)),
+				 errhint("Give the key column an operator class with an equality operator.")));
 	tuple = SearchSysCache1(OPEROID, ObjectIdGetDatum(opno));
 	if (!HeapTupleIsValid(tuple))
 		elog(ERROR, "cache lookup failed for operator %u", opno);
