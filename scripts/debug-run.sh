@@ -65,17 +65,7 @@ if [ "$mode" = discard-caches ] && [ $# -eq 0 ]; then
 	set -- $regress
 fi
 
-mkdir -p "$dir"
-[ "$(id -u)" -ne 0 ] || chown postgres: "$dir"
-fl_as_pg initdb -D "$dir/data" -A trust -U postgres --no-sync >/dev/null
-{
-	echo "listen_addresses = ''"
-	echo "unix_socket_directories = '$dir'"
-	echo "port = $port"
-	echo "shared_preload_libraries = 'fencelock'"
-	echo "max_prepared_transactions = 10"
-} | fl_as_pg tee -a "$dir/data/postgresql.conf" >/dev/null
-export PGHOST=$dir PGPORT=$port PGUSER=postgres PGDATABASE=postgres
+fl_cluster_init "$dir" "$port"
 
 if [ "$mode" = valgrind ]; then
 	# As PostgreSQL's developers run it (src/tools/valgrind.supp; the server's own client requests

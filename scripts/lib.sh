@@ -47,9 +47,10 @@ fl_as_pg() {
 	fi
 }
 
-# fl_cluster_start DIR PORT [extra postgresql.conf lines...]: a throwaway cluster listening only on
-# a socket in DIR.  Sets PGHOST, PGPORT, PGUSER, PGDATABASE for what follows.
-fl_cluster_start() {
+# fl_cluster_init DIR PORT [extra postgresql.conf lines...]: a throwaway cluster's data directory
+# in DIR, listening only on a socket in DIR (not started).  Sets PGHOST, PGPORT, PGUSER,
+# PGDATABASE for what follows.
+fl_cluster_init() {
 	local dir=$1 port=$2
 	shift 2
 	mkdir -p "$dir"
@@ -63,8 +64,13 @@ fl_cluster_start() {
 		echo "max_prepared_transactions = 10"
 		for line in "$@"; do echo "$line"; done
 	} | fl_as_pg tee -a "$dir/data/postgresql.conf" >/dev/null
-	fl_as_pg pg_ctl -D "$dir/data" -l "$dir/server.log" -w start >/dev/null
 	export PGHOST=$dir PGPORT=$port PGUSER=postgres PGDATABASE=postgres
+}
+
+# fl_cluster_start DIR PORT [extra postgresql.conf lines...]: fl_cluster_init, then started.
+fl_cluster_start() {
+	fl_cluster_init "$@"
+	fl_as_pg pg_ctl -D "$1/data" -l "$1/server.log" -w start >/dev/null
 }
 
 fl_cluster_stop() {

@@ -38,6 +38,10 @@ delete $ENV{$_} for qw(PGSERVICE PGOPTIONS PGCONNECT_TIMEOUT PGTARGETSESSIONATTR
 my $dir = abs_path(PostgreSQL::Test::Utils::tempdir);
 my $psql = $node->config_data('--bindir') . '/psql';
 my $timeout = $PostgreSQL::Test::Utils::timeout_default;
+# Under nohup (or any parent that ignores SIGHUP) the commands would inherit SIGHUP ignored, and a
+# shell cannot trap a signal ignored on entry: the forwarding test would wait for its timeout.
+# The commands start with the default disposition, as from a login shell.
+$SIG{HUP} = 'DEFAULT';
 
 # Run to the end: (exit code, stdout, stderr); exit code 128+N for signal N.
 sub run_fl
