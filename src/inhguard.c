@@ -60,6 +60,7 @@ typedef struct GuardTrigger
 	Oid foid;
 	int16 type;
 	bytea *args; /* tgargs */
+	bool every;  /* no WHEN clause and no UPDATE OF list: fires for every row it is for */
 } GuardTrigger;
 
 static GuardTrigger *
@@ -75,6 +76,7 @@ guard_trigger(HeapTuple tuple, TupleDesc desc)
 	tg->foid = form->tgfoid;
 	tg->type = form->tgtype;
 	tg->args = isnull ? NULL : DatumGetByteaPCopy(args);
+	tg->every = heap_attisnull(tuple, Anum_pg_trigger_tgqual, desc) && form->tgattr.dim1 == 0;
 	return tg;
 }
 
@@ -129,7 +131,10 @@ same_args(bytea *a, bytea *b)
 		   memcmp(VARDATA_ANY(a), VARDATA_ANY(b), VARSIZE_ANY_EXHDR(a)) == 0;
 }
 
-/* Has one of TRIGGERS the function, events and arguments of TG? */
+/*
+ * Has one of TRIGGERS the function, events and arguments of TG, and fires for every row (no WHEN
+ * clause, no UPDATE OF list: a look-alike that skips rows would let them pass unfenced)?
+ */
 static bool
 has_like(List *triggers, GuardTrigger *tg)
 {
@@ -139,7 +144,8 @@ has_like(List *triggers, GuardTrigger *tg)
 	{
 		GuardTrigger *other = lfirst(lc);
 
-		if (other->foid == tg->foid && other->type == tg->type && same_args(other->args, tg->args))
+		if (other->every && other->foid == tg->foid && other->type == tg->type &&
+			same_args(other->args, tg->args))
 			return true;
 	}
 	return false;

@@ -395,6 +395,9 @@ fl_session_release_rows(TimestampTz now)
 {
 	MemoryContext cxt = MemoryContextSwitchTo(TopMemoryContext);
 	bool exiting = proc_exit_inprogress;
+	/* An ERROR zeroes these (errfinish) before it jumps; proc_exit had interrupts held off. */
+	uint32 holdoff = InterruptHoldoffCount;
+	uint32 cancel_holdoff = QueryCancelHoldoffCount;
 
 	proc_exit_inprogress = false;
 	PG_TRY();
@@ -425,6 +428,8 @@ fl_session_release_rows(TimestampTz now)
 		FreeErrorData(edata);
 	}
 	PG_END_TRY();
+	InterruptHoldoffCount = holdoff;
+	QueryCancelHoldoffCount = cancel_holdoff;
 	InterruptPending = false;
 	ProcDiePending = false;
 	QueryCancelPending = false;
