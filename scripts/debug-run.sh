@@ -26,9 +26,14 @@ esac
 
 fl_deps_common valgrind
 fl_pg 18-debug
-export PATH="$PG_BIN:$PATH"
 work=$(mktemp -d /tmp/fencelock-$mode.XXXXXX)
 chmod 755 "$work"
+# A copy of the installation of our own (a source build is relocatable, ~100 MB): these runs take
+# long, and a library installed into the shared one meanwhile (scripts/test.sh, another run) would
+# be loaded anew, a second copy, by this cluster's next backends.
+cp -a "$PG_BIN/.." "$work/pgsql"
+PG_BIN=$work/pgsql/bin
+export PATH="$PG_BIN:$PATH"
 dir=$work/pg
 port=${FENCELOCK_TEST_PORT:-54391}
 cleanup() {
