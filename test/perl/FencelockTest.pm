@@ -13,7 +13,8 @@ use PostgreSQL::Test::Cluster;
 use PostgreSQL::Test::Utils;
 use Test::More;
 
-our @EXPORT = qw(fl_node fl_error fl_lease_digest fl_no_crash fl_parse_rows fl_client fl_colliding_name);
+our @EXPORT =
+  qw(fl_node fl_error fl_lease_digest fl_no_crash fl_parse_rows fl_client fl_background fl_colliding_name);
 
 # fl_node(NAME, init => {...}, conf => "extra lines", start => 0, create => 0)
 sub fl_node
@@ -74,6 +75,20 @@ sub fl_parse_rows
 {
 	my ($out) = @_;
 	return map { [ split /\|/, $_, -1 ] } grep { $_ ne '' } split /\n/, $out;
+}
+
+# fl_background(NODE, NAME, SQL...): psql in the background on NODE's postgres database with
+# application_name NAME, running each SQL (-c) in one session; returns { h => the IPC::Run
+# handle, out => \stdout, err => \stderr, name => NAME }.
+sub fl_background
+{
+	my ($node, $name, @sql) = @_;
+	my ($out, $err) = ('', '');
+	local $ENV{PGAPPNAME} = $name;
+	my $h = IPC::Run::start(
+		[ 'psql', '-X', '-A', '-t', '-q', '-d', $node->connstr('postgres'), map { ('-c', $_) } @sql ],
+		'<', \undef, '>', \$out, '2>', \$err);
+	return { h => $h, out => \$out, err => \$err, name => $name };
 }
 
 # fl_client(CONNSTR): a psql session kept open on any connection string (a node, or a pooler in

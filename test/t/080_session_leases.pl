@@ -18,18 +18,6 @@ my $node = fl_node('session',
 	conf => "fencelock.history = on\nfencelock.notify = on\nrestart_after_crash = on\n");
 my $timeout = $PostgreSQL::Test::Utils::timeout_default;
 
-# Start psql in the background with its own application_name; returns the IPC::Run handle.
-sub background
-{
-	my ($name, @sql) = @_;
-	my ($out, $err) = ('', '');
-	local $ENV{PGAPPNAME} = $name;
-	my $h = IPC::Run::start(
-		[ 'psql', '-X', '-A', '-t', '-q', '-d', $node->connstr('postgres'), map { ('-c', $_) } @sql ],
-		'<', \undef, '>', \$out, '2>', \$err);
-	return { h => $h, out => \$out, err => \$err, name => $name };
-}
-
 # Poll until SQL returns the expected value (or the test's timeout); returns the last value.
 sub wait_for
 {
@@ -55,13 +43,13 @@ sub backend_of
 }
 
 # --- pg_terminate_backend: released at once, the waiter behind it gets the next fence ---
-my $holder = background('holder',
+my $holder = fl_background($node, 'holder',
 	q{SELECT fencelock.acquire('s:term', 'h-token', '5 minutes', '0', true)},
 	q{SELECT pg_sleep(300)});
 my $pid = backend_of('holder');
 ok($pid, 'the session-bound holder is running');
 my $fence = $node->safe_psql('postgres', q{SELECT fence FROM fencelock.lease WHERE resource = 's:term'});
-my $waiter = background('waiter',
+my $waiter = fl_background($node, 'waiter',
 	q{SELECT fencelock.acquire('s:term', 'w-token', '5 minutes', '60 seconds')});
 is(wait_for(q{SELECT waiters FROM fencelock.leases WHERE resource = 's:term'}, '1'), '1',
 	'a waiter queues behind the session-bound lease');
@@ -78,7 +66,7 @@ my ($ended, $granted) = split /\|/, $node->safe_psql('postgres', qq{
 cmp_ok($granted, 'ge', $ended, 'the next grant came after the release');
 
 # --- the client vanishes (SIGKILL): the idle backend reads EOF, exits, and releases ---
-my $client = background('vanishing',
+my $client = fl_background($node, 'vanishing',
 	q{SELECT fencelock.acquire('s:kill', 'k-token', '5 minutes', '0', true)},
 	q{SELECT pg_sleep(0.2)});
 # A client that stays connected, idle, and is then killed.
@@ -96,7 +84,7 @@ is(wait_for(q{SELECT state FROM fencelock.leases WHERE resource = 's:kill'}, 'fr
 
 # --- a backend crash: after the restart, session-bound leases of dead sessions are free ---
 $node->safe_psql('postgres', q{SELECT fencelock.acquire('s:ordinary', 'o-token', '5 minutes')});
-my $crasher = background('crasher',
+my $crasher = fl_background($node, 'crasher',
 	q{SELECT fencelock.acquire('s:crash', 'c-token', '5 minutes', '0', true)},
 	q{SELECT pg_sleep(300)});
 my $cpid = backend_of('crasher');
@@ -128,7 +116,7 @@ $plain->stop;
 my $listener = fl_client($node->connstr('postgres'));
 $listener->query('LISTEN fencelock');
 my @cand = map {
-	background("cand$_",
+	fl_background($node, "cand$_",
 		qq{SELECT fencelock.acquire('leader', 'cand$_', '30 seconds', '60 seconds', true)},
 		q{SELECT pg_sleep(300)})
 } (1 .. 3);

@@ -32,18 +32,6 @@ my $node = fl_node('exit_safety',
 	init => { allows_streaming => 1 },
 	conf => "fencelock.history = on\nfencelock.notify = on\nmax_prepared_transactions = 2\n");
 
-# psql in the background with its own application_name, running the statements in one session.
-sub background
-{
-	my ($name, @sql) = @_;
-	my ($out, $err) = ('', '');
-	local $ENV{PGAPPNAME} = $name;
-	my $h = IPC::Run::start(
-		[ 'psql', '-X', '-A', '-t', '-q', '-d', $node->connstr('postgres'), map { ('-c', $_) } @sql ],
-		'<', \undef, '>', \$out, '2>', \$err);
-	return { h => $h, out => \$out, err => \$err };
-}
-
 # Poll (every 50 ms, up to $secs seconds) until SQL returns $want; returns the last value.
 sub wait_for
 {
@@ -87,7 +75,7 @@ sub fence_of
 sub hold
 {
 	my ($res, $app, @more) = @_;
-	my $h = background($app,
+	my $h = fl_background($node, $app,
 		"SELECT fencelock.acquire('$res', '$app-token', '5 minutes', '0', true)",
 		@more, 'SELECT pg_sleep(300)');
 	return (sleeping_backend($app), $h);
@@ -101,7 +89,7 @@ my $fence = fence_of('x:uaf');
 my @waiters;
 for my $i (1 .. 2)
 {
-	push @waiters, background("uaf-waiter$i",
+	push @waiters, fl_background($node, "uaf-waiter$i",
 		"SELECT fencelock.acquire('x:uaf', 'w$i', '5 minutes', '60 seconds')");
 	is(wait_for(q{SELECT fencelock.waiters('x:uaf')}, $i), $i, "1: waiter $i queues");
 }
@@ -162,7 +150,7 @@ $node->reload;
 wait_for(q{SHOW synchronous_standby_names}, 'fl_081_gone');
 $node->safe_psql('postgres', "SELECT pg_terminate_backend($pid_a)");
 ok(gone_within($pid_a, 5), '5: a session ends while synchronous commits wait for a standby that is gone');
-my $notifier = background('stuck-notifier',
+my $notifier = fl_background($node, 'stuck-notifier',
 	q{SELECT fencelock.acquire('x:granted-with-notify', 'o', '1 minute')});
 is(wait_for(q{SELECT wait_event FROM pg_stat_activity WHERE application_name = 'stuck-notifier'},
 		'SyncRep', 10),
@@ -200,7 +188,7 @@ ok(gone_within($pid, 5), 'in a transaction: the session ends');
 $holder->{h}->finish;
 is($node->safe_psql('postgres', q{SELECT fencelock.acquire('x:in-xact', 'next', '1 minute', '0')}),
 	$fence + 1, 'in a transaction that locked its own lease row: the lease is free at once');
-$holder = background('aborted-holder',
+$holder = fl_background($node, 'aborted-holder',
 	q{SELECT fencelock.acquire('x:aborted', 'aborted-token', '5 minutes', '0', true)},
 	'BEGIN', 'SELECT 1 / 0');
 $holder->{h}->finish;

@@ -20,17 +20,6 @@ use Time::HiRes qw(time usleep);
 my $delay = 3;    # seconds of lock_delay
 my $node = fl_node('lock_delay', conf => "fencelock.history = on\n");
 
-sub background
-{
-	my ($name, @sql) = @_;
-	my ($out, $err) = ('', '');
-	local $ENV{PGAPPNAME} = $name;
-	my $h = IPC::Run::start(
-		[ 'psql', '-X', '-A', '-t', '-q', '-d', $node->connstr('postgres'), map { ('-c', $_) } @sql ],
-		'<', \undef, '>', \$out, '2>', \$err);
-	return { h => $h, out => \$out, err => \$err };
-}
-
 sub wait_for
 {
 	my ($sql, $want) = @_;
@@ -48,7 +37,7 @@ sub wait_for
 sub hold
 {
 	my ($res, $owner) = @_;
-	my $h = background("holder-$res",
+	my $h = fl_background($node, "holder-$res",
 		"SET fencelock.lock_delay = '${delay}s'",
 		"SELECT fencelock.acquire('$res', '$owner', '5 minutes', '0', true)",
 		'SELECT pg_sleep(300)');
@@ -180,7 +169,7 @@ for my $path ([ 'direct', \&try_direct ], [ 'statement', \&try_statement ])
 
 # --- without lock_delay the session's end releases it, as before ---
 {
-	my $h = background('holder-nodelay',
+	my $h = fl_background($node, 'holder-nodelay',
 		q{SELECT fencelock.acquire('d:nodelay', 'old', '5 minutes', '0', true)},
 		'SELECT pg_sleep(300)');
 	wait_for(q{SELECT count(*) FROM pg_stat_activity
