@@ -165,6 +165,13 @@ run_major() {
 		finish
 		return
 	fi
+	# The structure doc/design.md describes: no call cycle between files, no file over 1000 lines,
+	# no needless export, one owner of the shared-memory hooks (scripts/check-house.pl).
+	t=$SECONDS
+	local hs=0
+	perl scripts/check-house.pl "$tree" >"$dir/house.log" 2>&1 || hs=$?
+	cat "$dir/house.log"
+	tally house "$hs" $((hs == 0)) $((hs != 0)) $((SECONDS - t)) "$dir/house.log"
 	[ "$(id -u)" -ne 0 ] || chown -R postgres: "$dir"
 	fl_cluster_start "$dir/pg" "$port"
 
