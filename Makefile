@@ -9,6 +9,7 @@ OBJS = \
 	src/args.o \
 	src/lease.o \
 	src/leaserow.o \
+	src/leasetable.o \
 	src/key.o \
 	src/trigger.o \
 	src/inhguard.o \

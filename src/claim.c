@@ -48,6 +48,7 @@
 #include "commands/extension.h"
 #include "commands/trigger.h"
 #include "fencelock.h"
+#include "leasetable.h"
 #include "funcapi.h"
 #include "lib/stringinfo.h"
 #include "miscadmin.h"

@@ -37,6 +37,7 @@ extern bool fencelock_history;
 extern int fencelock_history_retention_s;
 extern int fencelock_log_level; /* an elevel, or -1 for off */
 extern int fencelock_max_tables;
+extern bool fencelock_direct_path;
 
 /*
  * asowner.c: the statements behind the SQL API.  Each runs through SPI as the extension's owner
@@ -104,8 +105,6 @@ typedef enum FlGrantedHow
 	FL_GRANTED_REVOKED = 'v'        /* not a grant: revoke's new fence, nobody holds it */
 } FlGrantedHow;
 
-extern const char *fl_granted_how_words(char how);
-
 /* lease.c: one grant attempt, shared by acquire, waiting acquire and acquire_all */
 typedef struct FlGrant
 {
@@ -118,8 +117,6 @@ typedef struct FlGrant
 	TimestampTz holder_expires; /* busy: when the holder's lease runs out; 0 if unknown */
 } FlGrant;
 
-extern int64 fl_timeline_base(void);
-extern void fl_commit_durably(void);
 extern void fl_try_acquire(text *resource, text *owner, int64 ttl, FlApi api, bool want_expiry,
 						   FlGrant *g);
 extern void fl_count_grant(text *resource, const FlGrant *g);
@@ -141,15 +138,15 @@ extern int64 fl_grant_session;
 extern void fl_session_shmem_init(void);
 extern int64 fl_session_id(void);
 extern void fl_session_bound(text *resource);
-extern bool fl_lease_has_sessions(void);
 extern bool fl_session_alive(int64 id);
 
 /* history.c: the optional record of grants and their endings (fencelock.history = on) */
 extern void fl_history_grant(text *resource, text *owner, FlGrant *g);
 extern void fl_history_update(text *resource, int64 fence, TimestampTz now, TimestampTz expires,
 							  bool released);
-extern void fl_history_purge(TimestampTz cutoff, TimestampTz now);
-extern int64 fl_history_prune(TimestampTz now, int64 batch);
+extern void fl_history_purge(Datum gone, TimestampTz now);
+extern void fl_history_revoke(text *resource, int64 fence, TimestampTz now);
+extern void fl_history_session_end(Datum resource, Datum fence, TimestampTz now, bool released);
 
 /* Rows of history a grant deletes, now and then, and a purge in each of its steps. */
 #define FL_HISTORY_PRUNE_BATCH 500

@@ -54,6 +54,7 @@
 #include "catalog/pg_database.h"
 #include "catalog/pg_type.h"
 #include "fencelock.h"
+#include "leasetable.h"
 #include "miscadmin.h"
 #include "port/atomics.h"
 #include "shmem.h"
@@ -117,41 +118,6 @@ static int64 my_session_lock_delay = 0;
 
 /* The session the grants of the current call bind to; 0 for ordinary leases. */
 int64 fl_grant_session = 0;
-
-/*
- * $1 resources this session bound, $2 its id, $3 the session's end: what it still holds and no
- * other transaction has locked.  A lease granted with a lock_delay keeps its owner and expires now
- * (unbound, so that the grant's expiry rule applies the delay); any other is released.  Returns
- * whether each was released.
- */
-static FlStmt session_release = {
-	"UPDATE fencelock.lease AS l SET session_id = NULL, expires_at = $3, "
-	" owner = CASE WHEN COALESCE(l.lock_delay, '0') OPERATOR(pg_catalog.>) '0' THEN l.owner END "
-	"WHERE l.ctid OPERATOR(pg_catalog.=) ANY (ARRAY("
-	"  SELECT o.ctid FROM fencelock.lease AS o "
-	"  WHERE o.resource OPERATOR(pg_catalog.=) ANY ($1) "
-	"   AND o.session_id OPERATOR(pg_catalog.=) $2 AND o.owner IS NOT NULL "
-	"   AND o.expires_at OPERATOR(pg_catalog.>) $3 FOR UPDATE OF o SKIP LOCKED)) "
-	" AND l.session_id OPERATOR(pg_catalog.=) $2 "
-	"RETURNING l.resource, l.fence, l.holder, l.owner IS NULL",
-	3,
-	{TEXTARRAYOID, INT8OID, TIMESTAMPTZOID}};
-
-/*
- * $1 resource, $2 fence, $3 the session's end, $4 released: the grant's history row, unless
- * another transaction has it locked.  A released grant ended then; an expired one has its
- * deadline moved there and is closed by whatever comes next, as any expired grant.
- */
-static FlStmt session_history = {
-	"UPDATE fencelock.history AS h SET "
-	" expires_at = CASE WHEN $4 THEN h.expires_at ELSE LEAST(h.expires_at, $3) END, "
-	" ended_at = CASE WHEN $4 THEN $3 ELSE h.ended_at END, "
-	" ended_how = CASE WHEN $4 THEN 'released' ELSE h.ended_how END "
-	"WHERE h.ctid OPERATOR(pg_catalog.=) ANY (ARRAY("
-	"  SELECT o.ctid FROM fencelock.history AS o WHERE o.resource OPERATOR(pg_catalog.=) $1 "
-	"   AND o.fence OPERATOR(pg_catalog.=) $2 FOR UPDATE OF o SKIP LOCKED))",
-	4,
-	{TEXTOID, INT8OID, TIMESTAMPTZOID, BOOLOID}};
 
 static int
 fl_session_nslots(void)
@@ -320,7 +286,7 @@ static void
 fl_session_release_rows_xact(TimestampTz now)
 {
 	Datum *elems = palloc(sizeof(Datum) * list_length(my_session_resources));
-	Datum values[3];
+	Datum resources;
 	FlSession session;
 	SPITupleTable *ended;
 	ListCell *lc;
@@ -345,28 +311,21 @@ fl_session_release_rows_xact(TimestampTz now)
 	}
 	foreach (lc, my_session_resources)
 		elems[n++] = PointerGetDatum(lfirst(lc));
-	values[0] = PointerGetDatum(construct_array(elems, n, TEXTOID, -1, false, TYPALIGN_INT));
-	values[1] = Int64GetDatum(my_session_id);
-	values[2] = TimestampTzGetDatum(now);
+	resources = PointerGetDatum(construct_array(elems, n, TEXTOID, -1, false, TYPALIGN_INT));
 	fl_begin(&session);
-	rows = fl_run(&session_release, values, NULL, false);
+	rows = fl_lease_end_session(resources, my_session_id, now);
 	ended = SPI_tuptable; /* kept till fl_end, while the history statements run */
 	for (uint64 r = 0; r < rows; r++)
 	{
 		HeapTuple tuple = ended->vals[r];
 		bool isnull;
 		bool released = DatumGetBool(SPI_getbinval(tuple, ended->tupdesc, 4, &isnull));
-		Datum h[4];
 
 		if (released)
 			fl_count_at_commit(FL_RELEASES, 1);
-		if (!history_ok)
-			continue;
-		h[0] = SPI_getbinval(tuple, ended->tupdesc, 1, &isnull);
-		h[1] = SPI_getbinval(tuple, ended->tupdesc, 2, &isnull);
-		h[2] = TimestampTzGetDatum(now);
-		h[3] = BoolGetDatum(released);
-		fl_run(&session_history, h, NULL, false);
+		if (history_ok)
+			fl_history_session_end(SPI_getbinval(tuple, ended->tupdesc, 1, &isnull),
+								   SPI_getbinval(tuple, ended->tupdesc, 2, &isnull), now, released);
 	}
 	/* Last, so that NOTIFY's lock, once taken, is held only till the commit that follows. */
 	if (rows > 0 && fencelock_notify && fl_session_notify_lock())
@@ -509,42 +468,6 @@ fl_session_bound(text *resource)
 	my_session_resources =
 		lappend(my_session_resources, DatumGetTextPCopy(PointerGetDatum(resource)));
 	MemoryContextSwitchTo(old);
-}
-
-/*
- * Whether this database's lease table can bind leases to sessions: from 0.3.0 on.  The library
- * keeps serving a database not yet updated with the statements of its version.  Cached, and
- * looked up again after any invalidation of the lease table (ALTER EXTENSION ... UPDATE).
- */
-static int lease_has_sessions = -1;
-static Oid lease_relid = InvalidOid;
-
-static void
-fl_session_relcache_cb(Datum arg, Oid relid)
-{
-	if (relid == InvalidOid || relid == lease_relid)
-		lease_has_sessions = -1;
-}
-
-bool
-fl_lease_has_sessions(void)
-{
-	static bool registered = false;
-
-	if (lease_has_sessions < 0)
-	{
-		Oid nsp = get_namespace_oid("fencelock", true);
-
-		if (!registered)
-		{
-			CacheRegisterRelcacheCallback(fl_session_relcache_cb, (Datum) 0);
-			registered = true;
-		}
-		lease_relid = OidIsValid(nsp) ? get_relname_relid("lease", nsp) : InvalidOid;
-		lease_has_sessions =
-			OidIsValid(lease_relid) && get_attnum(lease_relid, "session_id") != InvalidAttrNumber;
-	}
-	return lease_has_sessions > 0;
 }
 
 /* SQL: whether the session with this id is still connected (false without preload). */
