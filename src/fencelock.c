@@ -77,7 +77,7 @@ _PG_init(void)
 		"Lets acquire, renew, release and lease-bound writes change or lock a lease row without a "
 		"statement where that is equivalent.",
 		"Off, every change runs its statement: slower, with the same results "
-		"(test/sql/lease_rule_differential compares the two).",
+		"(test/sql/150_lease_rule_differential.sql compares the two).",
 		&fencelock_direct_path, true, PGC_SUSET, GUC_NOT_IN_SAMPLE, NULL, NULL, NULL);
 	DefineCustomEnumVariable(
 		"fencelock.log_level",
