@@ -76,8 +76,7 @@ _PG_init(void)
 		"fencelock.direct_path",
 		"Lets acquire, renew, release and lease-bound writes change or lock a lease row without a "
 		"statement where that is equivalent.",
-		"Off, every change runs its statement: slower, with the same results "
-		"(test/sql/150_lease_rule_differential.sql compares the two).",
+		"Off, every change runs its statement: slower, with the same results.",
 		&fencelock_direct_path, true, PGC_SUSET, GUC_NOT_IN_SAMPLE, NULL, NULL, NULL);
 	DefineCustomEnumVariable(
 		"fencelock.log_level",
