@@ -11,17 +11,20 @@
 #include "access/xlog.h"
 #include "catalog/pg_type.h"
 #include "common/int.h"
+#include "count.h"
 #include "fencelock.h"
 #include "leasebound.h"
 #include "leaserow.h"
-#include "shmem.h"
 #include "miscadmin.h"
+#include "settings.h"
+#include "stats.h"
 #include "utils/acl.h"
 #include "utils/builtins.h"
 #include "utils/guc.h"
 #include "utils/inval.h"
 #include "utils/syscache.h"
 #include "utils/timestamp.h"
+#include "waitqueue.h"
 
 PG_FUNCTION_INFO_V1(fencelock_acquire);
 PG_FUNCTION_INFO_V1(fencelock_acquire_0_2);

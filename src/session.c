@@ -53,10 +53,12 @@
 #include "catalog/namespace.h"
 #include "catalog/pg_database.h"
 #include "catalog/pg_type.h"
+#include "count.h"
 #include "fencelock.h"
 #include "miscadmin.h"
 #include "port/atomics.h"
-#include "shmem.h"
+#include "settings.h"
+#include "stats.h"
 #include "storage/ipc.h"
 #include "storage/lmgr.h"
 #include "storage/lock.h"
@@ -71,6 +73,7 @@
 #include "utils/memutils.h"
 #include "utils/snapmgr.h"
 #include "utils/timestamp.h"
+#include "waitqueue.h"
 
 PG_FUNCTION_INFO_V1(fencelock_session_alive);
 
@@ -79,13 +82,12 @@ PG_FUNCTION_INFO_V1(fencelock_session_alive);
 #define FL_SESSION_SLOT_MASK ((UINT64CONST(1) << FL_SESSION_SLOT_BITS) - 1)
 
 /*
- * One slot per PGPROC.  live is written by the slot's own backend only (at registration without
- * the lock, at exit under it) and read by anyone.  The record of ended sessions is written by the
- * slot's backend at exit and read by grants, both under mutex: the ended sessions of this slot
- * with ids from ended_first to ended_last (ids of one slot grow with time) still count as alive
- * until held_until, their lock_delay.  When a session ends while the record of an earlier one is
- * still running, the record is widened to cover both, till the later of the two ends: that may hold
- * the earlier one's leases longer, never shorter.
+ * One slot per PGPROC, written by its own backend only, read by anyone (locking: shmem.c's
+ * header).  The record of ended sessions, written by the slot's backend at exit and read by
+ * grants: the ended sessions of this slot with ids from ended_first to ended_last (ids of one
+ * slot grow with time) still count as alive until held_until, their lock_delay.  When a session
+ * ends while the record of an earlier one is still running, the record is widened to cover both,
+ * till the later of the two ends: that may hold the earlier one's leases longer, never shorter.
  */
 typedef struct FlSessionSlot
 {
@@ -104,8 +106,6 @@ typedef struct FlSessions
 } FlSessions;
 
 static FlSessions *fl_sessions = NULL;
-static shmem_request_hook_type prev_shmem_request_hook = NULL;
-static shmem_startup_hook_type prev_shmem_startup_hook = NULL;
 
 /*
  * This backend's session id (0 until its first session-bound grant), what it bound, and the
@@ -153,41 +153,25 @@ static FlStmt session_history = {
 	4,
 	{TEXTOID, INT8OID, TIMESTAMPTZOID, BOOLOID}};
 
-static int
-fl_session_nslots(void)
+/* nslots: one per PGPROC (shmem.c) */
+Size
+fl_session_shmem_size(int nslots)
 {
-	return MaxBackends + NUM_AUXILIARY_PROCS;
+	return add_size(offsetof(FlSessions, slots), mul_size(nslots, sizeof(FlSessionSlot)));
 }
 
-static Size
-fl_session_shmem_size(void)
-{
-	return add_size(offsetof(FlSessions, slots),
-					mul_size(fl_session_nslots(), sizeof(FlSessionSlot)));
-}
-
-static void
-fl_session_shmem_request(void)
-{
-	if (prev_shmem_request_hook)
-		prev_shmem_request_hook();
-	RequestAddinShmemSpace(fl_session_shmem_size());
-}
-
-static void
-fl_session_shmem_startup(void)
+/* Attach, and initialise when created; the caller holds AddinShmemInitLock.  No LWLock. */
+void
+fl_session_shmem_attach(int nslots)
 {
 	bool found;
 
-	if (prev_shmem_startup_hook)
-		prev_shmem_startup_hook();
-	LWLockAcquire(AddinShmemInitLock, LW_EXCLUSIVE);
-	fl_sessions = ShmemInitStruct("fencelock sessions", fl_session_shmem_size(), &found);
+	fl_sessions = ShmemInitStruct("fencelock sessions", fl_session_shmem_size(nslots), &found);
 	if (!found)
 	{
 		/* Milliseconds since 2000: above every serial handed out before this start. */
 		pg_atomic_init_u64(&fl_sessions->next_serial, (uint64) (GetCurrentTimestamp() / 1000) + 1);
-		fl_sessions->nslots = fl_session_nslots();
+		fl_sessions->nslots = nslots;
 		for (int i = 0; i < fl_sessions->nslots; i++)
 		{
 			FlSessionSlot *s = &fl_sessions->slots[i];
@@ -199,17 +183,6 @@ fl_session_shmem_startup(void)
 			s->held_until = 0;
 		}
 	}
-	LWLockRelease(AddinShmemInitLock);
-}
-
-/* Called from _PG_init while shared_preload_libraries is being processed. */
-void
-fl_session_shmem_init(void)
-{
-	prev_shmem_request_hook = shmem_request_hook;
-	shmem_request_hook = fl_session_shmem_request;
-	prev_shmem_startup_hook = shmem_startup_hook;
-	shmem_startup_hook = fl_session_shmem_startup;
 }
 
 /*
