@@ -23,6 +23,7 @@ OBJS = \
 	src/leasebound.o \
 	src/mergeguard.o \
 	src/session.o \
+	src/sessionslot.o \
 	src/notify.o \
 	src/revoke.o \
 	src/restore.o \

@@ -5,6 +5,7 @@
 
 #include "common/int.h"
 #include "fencelock.h"
+#include "settings.h"
 #include "utils/builtins.h"
 
 const FlTextArg fl_resource_arg = {
@@ -110,7 +111,7 @@ fl_arg_count(FunctionCallInfo fcinfo, int argno, const char *name, const char *h
  * An interval in microseconds, a month counting as 30 days as in EXTRACT(EPOCH FROM interval);
  * false when it is infinite or does not fit.
  */
-bool
+static bool
 fl_interval_us(const Interval *iv, int64 *us)
 {
 	int64 days_us;

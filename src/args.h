@@ -41,7 +41,6 @@ extern text *fl_arg_owner(FunctionCallInfo fcinfo, int argno);
 extern int64 fl_arg_fence(FunctionCallInfo fcinfo, int argno, const char *hint);
 extern int32 fl_arg_count(FunctionCallInfo fcinfo, int argno, const char *name, const char *hint);
 
-extern bool fl_interval_us(const Interval *iv, int64 *us);
 extern int64 fl_arg_interval(FunctionCallInfo fcinfo, int argno, const char *name,
 							 const char *hint);
 extern int64 fl_arg_wait(FunctionCallInfo fcinfo, int argno, const char *hint);

@@ -1,29 +1,34 @@
 /*
- * fencelock.c — module entry point and settings.
+ * fencelock.c — module entry point, and every setting.
  *
  * The lease functions and the fence trigger work in any backend that loads the library.  Loaded
- * through shared_preload_libraries, fencelock also keeps statistics and a wait queue in shared
- * memory; without it, _PG_init only defines the settings and waits fall back to polling.
+ * through shared_preload_libraries, fencelock also keeps statistics, the queue of waiting
+ * acquires, session ids and waiting claims in shared memory (shmem.c); without it, _PG_init
+ * defines the settings and installs the MERGE guard, and waits fall back to polling.
  */
 #include "postgres.h"
 
 #include <limits.h>
 
+#include "count.h"
 #include "fencelock.h"
 #include "mergeguard.h"
 #include "miscadmin.h"
+#include "settings.h"
 #include "shmem.h"
-#include "taskwait.h"
 #include "utils/guc.h"
 
 FL_MODULE_MAGIC;
 
+/* The settings' variables (settings.h), at their defaults. */
 int fencelock_max_ttl_s = 86400;
-static int fencelock_default_ttl_ms = 30000;
+static int fencelock_default_ttl_ms = 30000; /* read through current_setting() */
 int fencelock_lock_delay_ms = 0;
 bool fencelock_history = false;
 int fencelock_history_retention_s = 7 * 86400;
+bool fencelock_notify = false;
 int fencelock_log_level = -1;
+int fencelock_claim_recheck_ms = 1000;
 int fencelock_max_tables = 1000;
 bool fencelock_direct_path = true;
 
@@ -96,14 +101,11 @@ _PG_init(void)
 
 	MarkGUCPrefixReserved("fencelock");
 
-	/* fence_trigger needs to see MERGE's actions, preloaded or not. */
+	/* One init per subsystem.  fence_trigger needs to see MERGE's actions, preloaded or not. */
 	fl_merge_guard_init();
-
 	if (process_shared_preload_libraries_in_progress)
 	{
-		fl_shmem_init();
-		fl_count_init();
-		fl_session_shmem_init();
-		fl_task_wait_shmem_init();
+		fl_shmem_init(); /* every part of shared memory */
+		fl_count_init(); /* counts that follow COMMIT PREPARED and ROLLBACK PREPARED */
 	}
 }

@@ -8,7 +8,6 @@
 
 #include "args.h"
 #include "compat.h"
-#include "shmem.h"
 #include "executor/spi.h"
 #include "fmgr.h"
 #include "utils/resowner.h"
@@ -29,15 +28,6 @@
  */
 #define FENCELOCK_TIMELINE_SHIFT 48
 #define FENCELOCK_MAX_TIMELINE   ((1U << (63 - FENCELOCK_TIMELINE_SHIFT)) - 1)
-
-/* fencelock.c: settings */
-extern int fencelock_max_ttl_s;
-extern int fencelock_lock_delay_ms;
-extern bool fencelock_history;
-extern int fencelock_history_retention_s;
-extern int fencelock_log_level; /* an elevel, or -1 for off */
-extern int fencelock_max_tables;
-extern bool fencelock_direct_path;
 
 /*
  * asowner.c: the statements behind the SQL API.  Each runs through SPI as the extension's owner
@@ -125,20 +115,14 @@ extern bool fl_release(text *resource, text *owner, FlApi api);
 /* trigger.c: whether a function is fencelock.fence_trigger (by its C symbol, not its name) */
 extern bool fl_is_fence_trigger(Oid fn);
 
-/* count.c: counts of grants, renewals and releases, made when the transaction commits */
-extern void fl_count_at_commit(FlCounter counter, uint64 n);
-
 /* notify.c: lease events on channel "fencelock" (fencelock.notify = on) */
 #define FENCELOCK_NOTIFY_CHANNEL "fencelock"
-extern bool fencelock_notify;
 extern void fl_notify(const char *event, text *resource, int64 fence, const char *holder);
 
 /* session.c: leases that end with the session that took them */
 extern int64 fl_grant_session;
-extern void fl_session_shmem_init(void);
 extern int64 fl_session_id(void);
 extern void fl_session_bound(text *resource);
-extern bool fl_session_alive(int64 id);
 
 /* history.c: the optional record of grants and their endings (fencelock.history = on) */
 extern void fl_history_grant(text *resource, text *owner, FlGrant *g);

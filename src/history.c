@@ -12,6 +12,7 @@
 #include "common/pg_prng.h"
 #include "fencelock.h"
 #include "miscadmin.h"
+#include "settings.h"
 #include "utils/builtins.h"
 
 /* $1 resource, $2 new fence, $3 now, $4 how the earlier grant ended */

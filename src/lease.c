@@ -7,16 +7,21 @@
  */
 #include "postgres.h"
 
+#include "count.h"
 #include "fencelock.h"
 #include "leasebound.h"
 #include "leasetable.h"
-#include "shmem.h"
+#include "settings.h"
+#include "stats.h"
 #include "miscadmin.h"
+#include "settings.h"
+#include "stats.h"
 #include "utils/acl.h"
 #include "utils/builtins.h"
 #include "utils/inval.h"
 #include "utils/syscache.h"
 #include "utils/timestamp.h"
+#include "waitqueue.h"
 
 PG_FUNCTION_INFO_V1(fencelock_acquire);
 PG_FUNCTION_INFO_V1(fencelock_acquire_0_2);

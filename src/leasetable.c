@@ -12,8 +12,8 @@
  * direct path, in C (rule_grant, rule_owner_change).  The direct path (leaserow.c) changes a row
  * without a statement where that is equivalent; fl_lease_grant and fl_lease_owner_change choose
  * it, or the statement (fencelock.direct_path = off forces the statement, for the tests).
- * test/sql/150_lease_rule_differential.sql replays a script of calls through both and compares every
- * answer and row: a change to one form of the rule is a change to the other.
+ * test/sql/150_lease_rule_differential.sql replays a script of calls through both and compares
+ * every answer and row: a change to one form of the rule is a change to the other.
  *
  * The statements run as the extension's owner (asowner.c), every name and operator qualified.
  * Lease times come from the clock at the moment of the call.
@@ -28,6 +28,8 @@
 #include "leaserow.h"
 #include "leasetable.h"
 #include "miscadmin.h"
+#include "sessionslot.h"
+#include "settings.h"
 #include "utils/acl.h"
 #include "utils/array.h"
 #include "utils/builtins.h"
@@ -226,7 +228,7 @@ rule_owner_change(FlLeaseRow *row, void *arg)
 #define SQL_PURGEABLE_V1 "l.expires_at OPERATOR(pg_catalog.<=) $1"
 #define SQL_PURGEABLE_V2                                                                           \
 	SQL_PURGEABLE_V1 " AND (l.owner IS NULL OR " SQL_HOLDER_DEADLINE " OPERATOR(pg_catalog.<=) "   \
-																	 "$2)"
+					 "$2)"
 
 /*
  * A session's end, for the leases it bound ($2 its id, $3 the session's end).  A lease granted

@@ -12,7 +12,13 @@ typedef enum FlMergeAssign
 	FL_MERGE_NONE,    /* not a MERGE: tg_updatedcols is exact */
 	FL_MERGE_ALL,     /* a MERGE whose every UPDATE action assigns the column */
 	FL_MERGE_PARTIAL, /* a MERGE with an UPDATE action that leaves the column alone */
-	FL_MERGE_UNKNOWN  /* perhaps a statement started before this library was loaded */
+	/*
+	 * No frame, in the transaction that loaded the library, and not the client's statement: a
+	 * statement a function started before the library was loaded, perhaps a MERGE.  The trigger
+	 * refuses an UPDATE that keeps the fence, as for _PARTIAL, with a hint to load fencelock
+	 * first.
+	 */
+	FL_MERGE_UNKNOWN
 } FlMergeAssign;
 
 extern void fl_merge_guard_init(void);

@@ -15,10 +15,9 @@
 #include "commands/async.h"
 #include "fencelock.h"
 #include "lib/stringinfo.h"
+#include "settings.h"
 #include "utils/builtins.h"
 #include "utils/json.h"
-
-bool fencelock_notify = false;
 
 void
 fl_notify(const char *event, text *resource, int64 fence, const char *holder)

@@ -19,9 +19,9 @@
 #include "catalog/pg_type.h"
 #include "fencelock.h"
 #include "leasetable.h"
-#include "shmem.h"
 #include "utils/builtins.h"
 #include "utils/timestamp.h"
+#include "waitqueue.h"
 
 PG_FUNCTION_INFO_V1(fencelock_raise_fences);
 

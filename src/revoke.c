@@ -9,12 +9,15 @@
 #include "postgres.h"
 
 #include "catalog/pg_type.h"
+#include "count.h"
 #include "fencelock.h"
 #include "leasetable.h"
 #include "miscadmin.h"
-#include "shmem.h"
+#include "settings.h"
+#include "stats.h"
 #include "utils/builtins.h"
 #include "utils/timestamp.h"
+#include "waitqueue.h"
 
 PG_FUNCTION_INFO_V1(fencelock_revoke);
 

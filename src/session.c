@@ -4,15 +4,13 @@
  *   SELECT fencelock.acquire('leader', 'node-1', '30 s', wait => '0', session => true);
  *
  * A session-bound lease carries the id of the backend session that took it (lease.session_id).
- * Session ids live in shared memory, one slot per PGPROC, so only a preloaded library can bind a
- * lease to a session.  An id is the slot number in its low bits and a serial above it; the serial
- * starts from the clock at every start of the server, so an id of a session from before a restart
- * (or from a dumped cluster) matches no live session.  The TTL still applies: a session that hangs
+ * Session ids live in shared memory, one slot per PGPROC (sessionslot.c), so only a preloaded
+ * library can bind a lease to a session.  The TTL still applies: a session that hangs
  * loses its lease when the lease expires.
  *
  * The rule is liveness: a grant treats a lease whose session is not alive as free
  * (fencelock.session_alive in the grant's WHERE clause, fl_session_alive on the direct path in
- * leaserow.c, and the leases view), so the lease row itself need not change when a session ends.
+ * leasetable.c, and the leases view), so the lease row itself need not change when a session ends.
  * That is what makes a session's end safe to handle in an exit callback, where nothing may wait
  * (interrupts are held off: pg_terminate_backend and lock_timeout cannot end a wait there, and a
  * shutdown waits for the backend) and where an ERROR becomes FATAL (elog.c does that once
@@ -53,11 +51,14 @@
 #include "catalog/namespace.h"
 #include "catalog/pg_database.h"
 #include "catalog/pg_type.h"
+#include "count.h"
 #include "fencelock.h"
 #include "leasetable.h"
+#include "sessionslot.h"
 #include "miscadmin.h"
 #include "port/atomics.h"
-#include "shmem.h"
+#include "settings.h"
+#include "stats.h"
 #include "storage/ipc.h"
 #include "storage/lmgr.h"
 #include "storage/lock.h"
@@ -72,41 +73,7 @@
 #include "utils/memutils.h"
 #include "utils/snapmgr.h"
 #include "utils/timestamp.h"
-
-PG_FUNCTION_INFO_V1(fencelock_session_alive);
-
-/* Slot numbers fit in the low bits of an id: MaxBackends is at most 2^18 - 1. */
-#define FL_SESSION_SLOT_BITS 18
-#define FL_SESSION_SLOT_MASK ((UINT64CONST(1) << FL_SESSION_SLOT_BITS) - 1)
-
-/*
- * One slot per PGPROC.  live is written by the slot's own backend only (at registration without
- * the lock, at exit under it) and read by anyone.  The record of ended sessions is written by the
- * slot's backend at exit and read by grants, both under mutex: the ended sessions of this slot
- * with ids from ended_first to ended_last (ids of one slot grow with time) still count as alive
- * until held_until, their lock_delay.  When a session ends while the record of an earlier one is
- * still running, the record is widened to cover both, till the later of the two ends: that may hold
- * the earlier one's leases longer, never shorter.
- */
-typedef struct FlSessionSlot
-{
-	pg_atomic_uint64 live; /* the id of the session in this slot; 0 when none */
-	slock_t mutex;
-	uint64 ended_first;
-	uint64 ended_last;
-	TimestampTz held_until; /* 0: no record */
-} FlSessionSlot;
-
-typedef struct FlSessions
-{
-	pg_atomic_uint64 next_serial;
-	int nslots;
-	FlSessionSlot slots[FLEXIBLE_ARRAY_MEMBER];
-} FlSessions;
-
-static FlSessions *fl_sessions = NULL;
-static shmem_request_hook_type prev_shmem_request_hook = NULL;
-static shmem_startup_hook_type prev_shmem_startup_hook = NULL;
+#include "waitqueue.h"
 
 /*
  * This backend's session id (0 until its first session-bound grant), what it bound, and the
@@ -119,121 +86,14 @@ static int64 my_session_lock_delay = 0;
 /* The session the grants of the current call bind to; 0 for ordinary leases. */
 int64 fl_grant_session = 0;
 
-static int
-fl_session_nslots(void)
-{
-	return MaxBackends + NUM_AUXILIARY_PROCS;
-}
-
-static Size
-fl_session_shmem_size(void)
-{
-	return add_size(offsetof(FlSessions, slots),
-					mul_size(fl_session_nslots(), sizeof(FlSessionSlot)));
-}
-
-static void
-fl_session_shmem_request(void)
-{
-	if (prev_shmem_request_hook)
-		prev_shmem_request_hook();
-	RequestAddinShmemSpace(fl_session_shmem_size());
-}
-
-static void
-fl_session_shmem_startup(void)
-{
-	bool found;
-
-	if (prev_shmem_startup_hook)
-		prev_shmem_startup_hook();
-	LWLockAcquire(AddinShmemInitLock, LW_EXCLUSIVE);
-	fl_sessions = ShmemInitStruct("fencelock sessions", fl_session_shmem_size(), &found);
-	if (!found)
-	{
-		/* Milliseconds since 2000: above every serial handed out before this start. */
-		pg_atomic_init_u64(&fl_sessions->next_serial, (uint64) (GetCurrentTimestamp() / 1000) + 1);
-		fl_sessions->nslots = fl_session_nslots();
-		for (int i = 0; i < fl_sessions->nslots; i++)
-		{
-			FlSessionSlot *s = &fl_sessions->slots[i];
-
-			pg_atomic_init_u64(&s->live, 0);
-			SpinLockInit(&s->mutex);
-			s->ended_first = 0;
-			s->ended_last = 0;
-			s->held_until = 0;
-		}
-	}
-	LWLockRelease(AddinShmemInitLock);
-}
-
-/* Called from _PG_init while shared_preload_libraries is being processed. */
-void
-fl_session_shmem_init(void)
-{
-	prev_shmem_request_hook = shmem_request_hook;
-	shmem_request_hook = fl_session_shmem_request;
-	prev_shmem_startup_hook = shmem_startup_hook;
-	shmem_startup_hook = fl_session_shmem_startup;
-}
-
-/*
- * Whether the leases of the session with this id still count as its: the session is connected,
- * or it ended less than the lock_delay of its grants ago (false without preload).  The one rule
- * of liveness, for the grant's statement (through fencelock.session_alive), the direct path and
- * the leases view alike.
- */
-bool
-fl_session_alive(int64 id)
-{
-	uint64 slot = (uint64) id & FL_SESSION_SLOT_MASK;
-	FlSessionSlot *s;
-	bool alive;
-	TimestampTz until = 0;
-
-	if (fl_sessions == NULL || id <= 0 || slot >= (uint64) fl_sessions->nslots)
-		return false;
-	s = &fl_sessions->slots[slot];
-	if (pg_atomic_read_u64(&s->live) == (uint64) id)
-		return true;
-	SpinLockAcquire(&s->mutex);
-	alive = pg_atomic_read_u64(&s->live) == (uint64) id;
-	if (!alive && s->held_until != 0 && (uint64) id >= s->ended_first &&
-		(uint64) id <= s->ended_last)
-		until = s->held_until;
-	SpinLockRelease(&s->mutex);
-	return alive || (until != 0 && GetCurrentTimestamp() < until);
-}
-
 /*
  * Step 2 of a session's end: the slot is cleared, and when its grants had a lock_delay, a record
- * keeps the session alive for that long.  Only assignments under a spinlock: nothing can fail.
+ * keeps the session alive for that long (sessionslot.c: nothing there can fail).
  */
 static void
 fl_session_end_slot(TimestampTz now)
 {
-	FlSessionSlot *s = &fl_sessions->slots[(uint64) my_session_id & FL_SESSION_SLOT_MASK];
-
-	SpinLockAcquire(&s->mutex);
-	if (my_session_lock_delay > 0)
-	{
-		TimestampTz until = now + my_session_lock_delay;
-
-		if (s->held_until > now)
-		{
-			/* An earlier session of this slot is still held: cover both. */
-			s->ended_last = (uint64) my_session_id;
-			s->held_until = Max(s->held_until, until);
-		}
-		else
-		{
-			s->ended_first = s->ended_last = (uint64) my_session_id;
-			s->held_until = until;
-		}
-	}
-	pg_atomic_write_u64(&s->live, 0);
-	SpinLockRelease(&s->mutex);
+	fl_session_slot_end(my_session_id, my_session_lock_delay, now);
 	my_session_id = 0;
 }
 
@@ -428,7 +288,7 @@ fl_session_backstop(int code, Datum arg)
 int64
 fl_session_id(void)
 {
-	if (fl_sessions == NULL)
+	if (!fl_session_slots_attached())
 		ereport(ERROR,
 				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
 				 errmsg("session-bound leases need fencelock to be loaded via "
@@ -437,10 +297,7 @@ fl_session_id(void)
 						 "restart the server, or acquire with session => false.")));
 	if (my_session_id == 0)
 	{
-		uint64 serial = pg_atomic_fetch_add_u64(&fl_sessions->next_serial, 1);
-
-		my_session_id = (int64) ((serial << FL_SESSION_SLOT_BITS) | (uint64) FL_MY_PROCNO);
-		pg_atomic_write_u64(&fl_sessions->slots[FL_MY_PROCNO].live, (uint64) my_session_id);
+		my_session_id = fl_session_slot_take();
 		on_shmem_exit(fl_session_backstop, (Datum) 0);
 		before_shmem_exit(fl_session_exit, (Datum) 0);
 	}
@@ -468,11 +325,4 @@ fl_session_bound(text *resource)
 	my_session_resources =
 		lappend(my_session_resources, DatumGetTextPCopy(PointerGetDatum(resource)));
 	MemoryContextSwitchTo(old);
-}
-
-/* SQL: whether the session with this id is still connected (false without preload). */
-Datum
-fencelock_session_alive(PG_FUNCTION_ARGS)
-{
-	PG_RETURN_BOOL(!PG_ARGISNULL(0) && fl_session_alive(PG_GETARG_INT64(0)));
 }

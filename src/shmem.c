@@ -1,45 +1,131 @@
 /*
- * shmem.c — fencelock's shared memory: requested while shared_preload_libraries is processed,
- * attached at startup.  It holds the statistics (stats.c) and the wait queue (waitqueue.c); each
- * of those says how much it needs and initialises its own part; so do the counts of prepared
- * transactions (count.c).
+ * shmem.c — all of fencelock's shared memory: requested while shared_preload_libraries is
+ * processed, attached at startup.  The one file that sets shmem_request_hook and
+ * shmem_startup_hook, and the one tranche of LWLocks, "fencelock".  Each part says how much it
+ * needs and attaches its own area, initialising it when ShmemInitStruct created it; shmem.c hands
+ * it the number of slots and its lock, and no part calls anything here.  The parts, with their
+ * names in pg_shmem_allocations:
+ *
+ *   stats.c      the counters and per-table refusal counts ("fencelock stats", and the hash
+ *                "fencelock tables"); the prepared transactions' counts ("fencelock prepared
+ *                counts")
+ *   waitqueue.c  the queue of waiting acquires ("fencelock wait queue")
+ *   session.c    the ids of sessions that bind leases ("fencelock sessions")
+ *   taskwait.c   the waiting claims ("fencelock task waits")
+ *
+ * The last three have one slot per PGPROC a backend can own (fl_shmem_nslots), indexed by
+ * FL_MY_PROCNO.  Every part is attached, or none; a part knows whether it is from its own
+ * pointer, and without preload its functions do nothing, answer as if nobody waited, or raise
+ * 55000 (preload.h).
+ *
+ * Note about locking: the protocol of all of fencelock's shared memory, written here only.
+ *
+ *  - FL_LOCK_STATS guards the per-table hash's shape (entries are entered and removed under the
+ *    exclusive lock; an entry found under the shared lock has its atomic counts added to under
+ *    it), stats_reset and tables_reclaimed.  The counters are atomics, added to without a lock;
+ *    stats_reset zeroes them under the exclusive lock (a count added meanwhile may or may not
+ *    survive it).  The catalog is read with the lock released.
+ *  - FL_LOCK_PREPARED guards the prepared transactions' slots: exclusive to fill, free or settle.
+ *  - FL_LOCK_QUEUE guards every queue slot's resource and ticket, and next_ticket.  A backend
+ *    writes only its own slot, under the lock held exclusively, and reads its own slot without
+ *    it.  nwaiting and a slot's woken flag are atomics; a slot's condition variable has its own
+ *    spinlock, and is signalled after the lock is released.
+ *  - FL_LOCK_TASK_WAITS guards every waiting claim's slot (its own backend may read its table
+ *    without it), next_ticket and wakeups; woken waiters' latches are set after it is released.
+ *  - The session slots take no LWLock.  A slot's live id is an atomic written only by the slot's
+ *    own backend: set when the session registers, cleared at its end under the slot's spinlock,
+ *    which also guards the record of ended sessions (assignments only: nothing under it can
+ *    fail).  next_serial is an atomic.
+ *  - Order: a backend holds at most one of the tranche's locks at a time.  The only locks taken
+ *    under one are PostgreSQL's own, under FL_LOCK_PREPARED: settling holds XactTruncationLock
+ *    shared, so that the commit log it reads is not truncated meanwhile, and reads transactions'
+ *    status (ProcArrayLock, the commit log's locks).  PostgreSQL never takes ours: no cycle.
+ *  - AddinShmemInitLock is held while every part attaches (fl_shmem_startup).
  */
 #include "postgres.h"
 
 #include "fencelock.h"
 #include "miscadmin.h"
 #include "shmem.h"
+#include "sessionslot.h"
+#include "stats.h"
 #include "storage/ipc.h"
 #include "storage/lwlock.h"
+#include "storage/proc.h"
 #include "storage/shmem.h"
+#include "taskwait.h"
+#include "waitqueue.h"
 
 #define FL_TRANCHE "fencelock"
+
+/* The locks of tranche "fencelock", one per part that needs one (see the note above). */
+typedef enum FlLock
+{
+	FL_LOCK_STATS,
+	FL_LOCK_QUEUE,
+	FL_LOCK_PREPARED,
+	FL_LOCK_TASK_WAITS,
+	FL_NUM_LOCKS
+} FlLock;
 
 static shmem_request_hook_type prev_shmem_request_hook = NULL;
 static shmem_startup_hook_type prev_shmem_startup_hook = NULL;
 static bool fl_attached = false;
 
-static void
-fl_shmem_request(void)
+/*
+ * The slots of the parts indexed by PGPROC number: one per backend and auxiliary process (the
+ * PGPROCs of prepared transactions, numbered after them, run nothing).
+ */
+static int
+fl_shmem_nslots(void)
 {
-	if (prev_shmem_request_hook)
-		prev_shmem_request_hook();
-	RequestAddinShmemSpace(fl_stats_shmem_size());
-	RequestAddinShmemSpace(fl_queue_shmem_size());
-	RequestAddinShmemSpace(fl_prepared_shmem_size());
-	RequestNamedLWLockTranche(FL_TRANCHE, FL_NUM_LOCKS);
+	return MaxBackends + NUM_AUXILIARY_PROCS;
 }
 
 static void
+fl_shmem_request(void)
+{
+	int nslots = fl_shmem_nslots();
+
+	if (prev_shmem_request_hook)
+		prev_shmem_request_hook();
+	RequestAddinShmemSpace(fl_stats_shmem_size());
+	RequestAddinShmemSpace(fl_prepared_shmem_size());
+	RequestAddinShmemSpace(fl_queue_shmem_size(nslots));
+	RequestAddinShmemSpace(fl_session_shmem_size(nslots));
+	RequestAddinShmemSpace(fl_task_wait_shmem_size(nslots));
+	RequestNamedLWLockTranche(FL_TRANCHE, FL_NUM_LOCKS);
+}
+
+static LWLock *
+fl_lock(LWLockPadded *locks, FlLock which)
+{
+	return locks != NULL ? &locks[which].lock : NULL;
+}
+
+/*
+ * Attach every part.  The tranche's locks are looked up only where shared memory is created (the
+ * postmaster, a single-user backend), as PostgreSQL's documentation looks them up only for an
+ * area ShmemInitStruct created: a backend started with EXEC_BACKEND attaches to areas that keep
+ * their locks, and hands NULL.
+ */
+static void
 fl_shmem_startup(void)
 {
+	int nslots = fl_shmem_nslots();
+	LWLockPadded *locks = NULL;
+
 	if (prev_shmem_startup_hook)
 		prev_shmem_startup_hook();
 
 	LWLockAcquire(AddinShmemInitLock, LW_EXCLUSIVE);
-	fl_stats_shmem_startup();
-	fl_queue_shmem_startup();
-	fl_prepared_shmem_startup();
+	if (!IsUnderPostmaster)
+		locks = GetNamedLWLockTranche(FL_TRANCHE);
+	fl_stats_shmem_attach(fl_lock(locks, FL_LOCK_STATS));
+	fl_prepared_shmem_attach(fl_lock(locks, FL_LOCK_PREPARED));
+	fl_queue_shmem_attach(nslots, fl_lock(locks, FL_LOCK_QUEUE));
+	fl_session_shmem_attach(nslots);
+	fl_task_wait_shmem_attach(nslots, fl_lock(locks, FL_LOCK_TASK_WAITS));
 	LWLockRelease(AddinShmemInitLock);
 	fl_attached = true;
 }
@@ -54,28 +140,9 @@ fl_shmem_init(void)
 	shmem_startup_hook = fl_shmem_startup;
 }
 
-/* Whether the statistics and the wait queue are in shared memory (fencelock was preloaded). */
+/* Whether shared memory is attached (fencelock was preloaded). */
 bool
 fl_shmem_ready(void)
 {
 	return fl_attached;
-}
-
-/* For the functions that have nothing to do without shared memory: 55000 with a hint. */
-void
-fl_shmem_require(const char *function)
-{
-	if (!fl_attached)
-		ereport(ERROR,
-				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
-				 errmsg("%s needs fencelock to be loaded via shared_preload_libraries", function),
-				 errhint("Add 'fencelock' to shared_preload_libraries in postgresql.conf and "
-						 "restart the server.")));
-}
-
-/* One of the tranche's locks; for the part's startup, which keeps it in its shared struct. */
-LWLock *
-fl_shmem_lock(FlLock which)
-{
-	return &GetNamedLWLockTranche(FL_TRANCHE)[which].lock;
 }

@@ -1,17 +1,23 @@
 /*
- * stats.c — fencelock's statistics in shared memory: the counters (fencelock.stats) and the
- * per-table refusal counts (fencelock.table_stats), and the SQL functions that read and reset
- * them.  Counts that follow the transaction's outcome are gathered in count.c first.
+ * stats.c — fencelock's statistics in shared memory: the counters (fencelock.stats), the
+ * per-table refusal counts (fencelock.table_stats), the counts of prepared transactions until
+ * they end, and the SQL functions that read and reset them.  Counts that follow the
+ * transaction's outcome are gathered in count.c first.  Locking: shmem.c's header.
  */
 #include "postgres.h"
 
+#include "access/transam.h"
+#include "access/twophase.h"
 #include "catalog/pg_class.h"
 #include "fencelock.h"
 #include "funcapi.h"
 #include "miscadmin.h"
 #include "port/atomics.h"
-#include "shmem.h"
+#include "preload.h"
+#include "settings.h"
+#include "stats.h"
 #include "storage/lwlock.h"
+#include "storage/procarray.h"
 #include "storage/shmem.h"
 #include "utils/builtins.h"
 #include "utils/hsearch.h"
@@ -56,9 +62,9 @@ fl_stats_shmem_size(void)
 					hash_estimate_size(fencelock_max_tables + 1, sizeof(FlTableEntry)));
 }
 
-/* Attach (and in the postmaster, initialise); the caller holds AddinShmemInitLock. */
+/* Attach, and initialise when created (with its lock); the caller holds AddinShmemInitLock. */
 void
-fl_stats_shmem_startup(void)
+fl_stats_shmem_attach(LWLock *lock)
 {
 	bool found;
 	HASHCTL info;
@@ -66,7 +72,8 @@ fl_stats_shmem_startup(void)
 	fl_stats = ShmemInitStruct("fencelock stats", sizeof(FlStats), &found);
 	if (!found)
 	{
-		fl_stats->lock = fl_shmem_lock(FL_LOCK_STATS);
+		Assert(lock != NULL);
+		fl_stats->lock = lock;
 		fl_stats->stats_reset = GetCurrentTimestamp();
 		fl_stats->tables_reclaimed = 0;
 		pg_atomic_init_u64(&fl_stats->table_clock, 0);
@@ -78,6 +85,13 @@ fl_stats_shmem_startup(void)
 	fl_tables =
 		ShmemInitHash("fencelock tables", fencelock_max_tables + 1, fencelock_max_tables + 1, &info,
 					  HASH_ELEM | HASH_BLOBS | HASH_FIXED_SIZE);
+}
+
+/* Whether the statistics are kept (fencelock was preloaded). */
+bool
+fl_stats_kept(void)
+{
+	return fl_stats != NULL;
 }
 
 void
@@ -300,6 +314,147 @@ fl_count_table(Oid relid, bool stale)
 	LWLockRelease(fl_stats->lock);
 }
 
+/*
+ * The counts of prepared transactions (count.c hands them over at PREPARE TRANSACTION), each in
+ * a slot under its transaction ID until that transaction is no longer in progress: counted if
+ * it committed, dropped if it rolled back.  Settling looks at the commit log, not at which
+ * command ended the transaction, so it is exact whoever ends it; it runs after every COMMIT
+ * PREPARED and ROLLBACK PREPARED statement (count.c), before fencelock.stats and stats_reset
+ * read or reset the counters, and when the slots run out.  Shared memory does not survive a
+ * restart: a transaction prepared before one is not counted.
+ */
+typedef struct FlPreparedSlot
+{
+	TransactionId xid; /* InvalidTransactionId when free */
+	uint64 counts[FL_NUM_COUNTERS];
+} FlPreparedSlot;
+
+typedef struct FlPrepared
+{
+	LWLock *lock; /* guards the slots */
+	int nslots;
+	FlPreparedSlot slots[FLEXIBLE_ARRAY_MEMBER];
+} FlPrepared;
+
+static FlPrepared *fl_prepared = NULL;
+
+/*
+ * One slot per possible prepared transaction, and one per backend for a transaction between
+ * XACT_EVENT_PRE_PREPARE and its prepare (or failure): settled slots are then always enough.
+ */
+static int
+fl_prepared_nslots(void)
+{
+	return max_prepared_xacts > 0 ? max_prepared_xacts + MaxBackends : 0;
+}
+
+Size
+fl_prepared_shmem_size(void)
+{
+	return add_size(offsetof(FlPrepared, slots),
+					mul_size(fl_prepared_nslots(), sizeof(FlPreparedSlot)));
+}
+
+/* Attach, and initialise when created (with its lock); the caller holds AddinShmemInitLock. */
+void
+fl_prepared_shmem_attach(LWLock *lock)
+{
+	bool found;
+
+	fl_prepared = ShmemInitStruct("fencelock prepared counts", fl_prepared_shmem_size(), &found);
+	if (!found)
+	{
+		Assert(lock != NULL);
+		fl_prepared->lock = lock;
+		fl_prepared->nslots = fl_prepared_nslots();
+		for (int i = 0; i < fl_prepared->nslots; i++)
+			fl_prepared->slots[i].xid = InvalidTransactionId;
+	}
+}
+
+/*
+ * Count the slots of prepared transactions that have ended and free them; returns how many slots
+ * are free.  A transaction older than the commit log's oldest entry (which no reader of the
+ * counters or COMMIT PREPARED saw end, for a long time) can no longer be told: dropped.
+ */
+int
+fl_prepared_settle(void)
+{
+	int free = 0;
+	bool clog_locked = false;
+
+	if (fl_prepared == NULL || fl_prepared->nslots == 0)
+		return 0;
+	LWLockAcquire(fl_prepared->lock, LW_EXCLUSIVE);
+	for (int i = 0; i < fl_prepared->nslots; i++)
+	{
+		FlPreparedSlot *slot = &fl_prepared->slots[i];
+
+		if (TransactionIdIsValid(slot->xid))
+		{
+			if (!clog_locked)
+				LWLockAcquire(XactTruncationLock, LW_SHARED);
+			clog_locked = true;
+			if (!TransactionIdPrecedes(slot->xid, FL_OLDEST_CLOG_XID))
+			{
+				if (TransactionIdIsInProgress(slot->xid))
+					continue;
+				if (TransactionIdDidCommit(slot->xid))
+					for (int c = 0; c < FL_NUM_COUNTERS; c++)
+						if (slot->counts[c] > 0)
+							fl_count((FlCounter) c, slot->counts[c]);
+			}
+			slot->xid = InvalidTransactionId;
+		}
+		free++;
+	}
+	if (clog_locked)
+		LWLockRelease(XactTruncationLock);
+	LWLockRelease(fl_prepared->lock);
+	return free;
+}
+
+/*
+ * A slot for the transaction being prepared, with its counts; -1 when none is free (or there is
+ * no shared memory, or max_prepared_transactions is 0).
+ */
+int
+fl_prepared_fill(TransactionId xid, const uint64 counts[FL_NUM_COUNTERS])
+{
+	if (fl_prepared == NULL || fl_prepared->nslots == 0)
+		return -1;
+	for (int attempt = 0; attempt < 2; attempt++)
+	{
+		int found = -1;
+
+		LWLockAcquire(fl_prepared->lock, LW_EXCLUSIVE);
+		for (int i = 0; i < fl_prepared->nslots && found < 0; i++)
+			if (!TransactionIdIsValid(fl_prepared->slots[i].xid))
+				found = i;
+		if (found >= 0)
+		{
+			fl_prepared->slots[found].xid = xid;
+			memcpy(fl_prepared->slots[found].counts, counts,
+				   sizeof(fl_prepared->slots[found].counts));
+		}
+		LWLockRelease(fl_prepared->lock);
+		if (found >= 0 || fl_prepared_settle() == 0)
+			return found;
+	}
+	return -1;
+}
+
+/* The PREPARE of xid failed after its slot was filled: the slot goes with its transaction. */
+void
+fl_prepared_free(int slot, TransactionId xid)
+{
+	LWLockAcquire(fl_prepared->lock, LW_EXCLUSIVE);
+	/* Unless a settle found the transaction aborted already and freed the slot. */
+	if (TransactionIdEquals(fl_prepared->slots[slot].xid, xid))
+		fl_prepared->slots[slot].xid = InvalidTransactionId;
+	LWLockRelease(fl_prepared->lock);
+}
+
 /* SQL: fencelock.stats view */
 Datum
 fencelock_stats(PG_FUNCTION_ARGS)
@@ -309,7 +464,7 @@ fencelock_stats(PG_FUNCTION_ARGS)
 	bool nulls[FL_NUM_COUNTERS + 1] = {0};
 	int ncounters;
 
-	fl_shmem_require("fencelock.stats");
+	fl_require_preload(fl_stats != NULL, "fencelock.stats");
 	/* Prepared transactions that ended: their counts first. */
 	(void) fl_prepared_settle();
 	if (get_call_result_type(fcinfo, NULL, &tupdesc) != TYPEFUNC_COMPOSITE)
@@ -334,7 +489,7 @@ fencelock_stats_reset(PG_FUNCTION_ARGS)
 	HASH_SEQ_STATUS status;
 	FlTableEntry *entry;
 
-	fl_shmem_require("fencelock.stats_reset");
+	fl_require_preload(fl_stats != NULL, "fencelock.stats_reset");
 	/* What committed before the reset is reset with the rest. */
 	(void) fl_prepared_settle();
 	LWLockAcquire(fl_stats->lock, LW_EXCLUSIVE);
@@ -356,7 +511,7 @@ fencelock_table_stats(PG_FUNCTION_ARGS)
 	HASH_SEQ_STATUS status;
 	FlTableEntry *entry;
 
-	fl_shmem_require("fencelock.table_stats");
+	fl_require_preload(fl_stats != NULL, "fencelock.table_stats");
 	InitMaterializedSRF(fcinfo, 0);
 	LWLockAcquire(fl_stats->lock, LW_SHARED);
 	hash_seq_init(&status, fl_tables);

@@ -1,11 +1,14 @@
 /*
- * stats.h — fencelock's statistics in shared memory: the counters behind fencelock.stats and the
- * per-table refusal counts behind fencelock.table_stats.  Kept only when fencelock is preloaded.
+ * stats.h — fencelock's statistics in shared memory (stats.c): the counters behind fencelock.stats,
+ * the per-table refusal counts behind fencelock.table_stats, and the counts of prepared
+ * transactions until they end.  Kept only when fencelock is preloaded.
  */
 #ifndef FENCELOCK_STATS_H
 #define FENCELOCK_STATS_H
 
 #include "postgres.h"
+
+#include "storage/lwlock.h"
 
 typedef enum FlCounter
 {
@@ -26,17 +29,20 @@ typedef enum FlCounter
 	FL_NUM_COUNTERS
 } FlCounter;
 
-/* shmem.c's hooks: the size to request, and attaching (under AddinShmemInitLock). */
+/* Shared memory (shmem.c): the sizes to request, and attaching under AddinShmemInitLock */
 extern Size fl_stats_shmem_size(void);
-extern void fl_stats_shmem_startup(void);
-
-extern void fl_count(FlCounter counter, uint64 n);
-
-/* count.c: the counts of prepared transactions, until they end (shmem.c's hooks, and stats.c) */
+extern void fl_stats_shmem_attach(LWLock *lock);
 extern Size fl_prepared_shmem_size(void);
-extern void fl_prepared_shmem_startup(void);
-extern int fl_prepared_settle(void);
-extern void fl_count_init(void);
+extern void fl_prepared_shmem_attach(LWLock *lock);
+
+/* Counting at once (no-ops without shared memory) */
+extern bool fl_stats_kept(void);
+extern void fl_count(FlCounter counter, uint64 n);
 extern void fl_count_table(Oid relid, bool stale);
+
+/* A prepared transaction's counts (count.c), until it ends: counted if it committed */
+extern int fl_prepared_fill(TransactionId xid, const uint64 counts[FL_NUM_COUNTERS]);
+extern void fl_prepared_free(int slot, TransactionId xid);
+extern int fl_prepared_settle(void);
 
 #endif /* FENCELOCK_STATS_H */

@@ -27,8 +27,9 @@
  * that lapsed, run_after reached, rows written straight into a partition, whose statements fire
  * only the partition's own statement triggers).
  *
- * Own shared memory and hooks, chained as session.c does; without shared_preload_libraries the
- * waiting claim polls every fencelock.claim_recheck.
+ * The slots are a part of shmem.c's shared memory, under FL_LOCK_TASK_WAITS (the protocol is in
+ * shmem.c's header); without shared_preload_libraries the waiting claim polls every
+ * fencelock.claim_recheck.
  */
 #include "postgres.h"
 
@@ -36,18 +37,19 @@
 #include "access/xact.h"
 #include "catalog/partition.h"
 #include "commands/trigger.h"
+#include "executor/tuptable.h"
 #include "fencelock.h"
 #include "funcapi.h"
-#include "parser/parse_relation.h"
 #include "miscadmin.h"
+#include "parser/parse_relation.h"
 #include "pgstat.h"
+#include "preload.h"
 #include "storage/ipc.h"
 #include "storage/latch.h"
 #include "storage/lwlock.h"
 #include "storage/proc.h"
 #include "storage/shmem.h"
 #include "taskwait.h"
-#include "executor/tuptable.h"
 #include "utils/builtins.h"
 #include "utils/lsyscache.h"
 #include "utils/memutils.h"
@@ -78,11 +80,7 @@ typedef struct TaskWaiters
 } TaskWaiters;
 
 static TaskWaiters *task_waiters = NULL;
-static shmem_request_hook_type prev_shmem_request_hook = NULL;
-static shmem_startup_hook_type prev_shmem_startup_hook = NULL;
 static bool exit_callback_set = false;
-
-int fencelock_claim_recheck_ms = 1000;
 
 /* The task table whose statements claim.c runs now: its wake trigger counts nothing. */
 Oid fl_task_own_relid = InvalidOid;
@@ -105,61 +103,29 @@ static int npending = 0;
 static int maxpending = 0;
 static bool callbacks_set = false;
 
-static int
-task_wait_nslots(void)
+/* nslots: one per PGPROC (shmem.c) */
+Size
+fl_task_wait_shmem_size(int nslots)
 {
-	return MaxBackends + NUM_AUXILIARY_PROCS;
+	return add_size(offsetof(TaskWaiters, slots), mul_size(nslots, sizeof(TaskWaiter)));
 }
 
-static Size
-task_wait_shmem_size(void)
-{
-	return add_size(offsetof(TaskWaiters, slots), mul_size(task_wait_nslots(), sizeof(TaskWaiter)));
-}
-
-static void
-task_wait_shmem_request(void)
-{
-	if (prev_shmem_request_hook)
-		prev_shmem_request_hook();
-	RequestAddinShmemSpace(task_wait_shmem_size());
-	RequestNamedLWLockTranche("fencelock task waits", 1);
-}
-
-static void
-task_wait_shmem_startup(void)
+/* Attach, and initialise when created (with its lock); the caller holds AddinShmemInitLock. */
+void
+fl_task_wait_shmem_attach(int nslots, LWLock *lock)
 {
 	bool found;
 
-	if (prev_shmem_startup_hook)
-		prev_shmem_startup_hook();
-	LWLockAcquire(AddinShmemInitLock, LW_EXCLUSIVE);
-	task_waiters = ShmemInitStruct("fencelock task waits", task_wait_shmem_size(), &found);
+	task_waiters = ShmemInitStruct("fencelock task waits", fl_task_wait_shmem_size(nslots), &found);
 	if (!found)
 	{
-		task_waiters->lock = &(GetNamedLWLockTranche("fencelock task waits"))->lock;
+		Assert(lock != NULL);
+		task_waiters->lock = lock;
 		task_waiters->next_ticket = 1;
 		task_waiters->wakeups = 0;
-		task_waiters->nslots = task_wait_nslots();
+		task_waiters->nslots = nslots;
 		memset(task_waiters->slots, 0, task_waiters->nslots * sizeof(TaskWaiter));
 	}
-	LWLockRelease(AddinShmemInitLock);
-}
-
-/* Called from _PG_init while shared_preload_libraries is being processed. */
-void
-fl_task_wait_shmem_init(void)
-{
-	prev_shmem_request_hook = shmem_request_hook;
-	shmem_request_hook = task_wait_shmem_request;
-	prev_shmem_startup_hook = shmem_startup_hook;
-	shmem_startup_hook = task_wait_shmem_startup;
-}
-
-bool
-fl_task_wait_ready(void)
-{
-	return task_waiters != NULL;
 }
 
 /* ---------------------------------------------------------------------------------------------
@@ -223,8 +189,8 @@ fl_task_wait_leave(void)
 }
 
 /* Whether a commit woke this waiter since the last call; clears the flag. */
-bool
-fl_task_wait_take_wakeup(void)
+static bool
+task_wait_take_wakeup(void)
 {
 	TaskWaiter *w;
 	bool woken;
@@ -255,7 +221,7 @@ fl_task_wait_sleep(long timeout_ms)
 		long left = (long) ((end - GetCurrentTimestamp() + 999) / 1000);
 		int rc;
 
-		if (fl_task_wait_take_wakeup())
+		if (task_wait_take_wakeup())
 			return true;
 		if (left <= 0)
 			return false;
@@ -510,9 +476,7 @@ fencelock_task_waiters(PG_FUNCTION_ARGS)
 	uint64 wakeups;
 
 	fl_arg_not_null(fcinfo, 0, "tbl", "Pass the task table, e.g. 'jobs'.");
-	fl_shmem_require("fencelock.task_waiters");
-	if (task_waiters == NULL)
-		elog(ERROR, "fencelock's task waits are not in shared memory");
+	fl_require_preload(task_waiters != NULL, "fencelock.task_waiters");
 	relid = PG_GETARG_OID(0);
 	if (get_call_result_type(fcinfo, NULL, &desc) != TYPEFUNC_COMPOSITE)
 		elog(ERROR, "return type must be a row type");

@@ -6,15 +6,21 @@
 
 #include "postgres.h"
 
-extern int fencelock_claim_recheck_ms;
+#include "storage/lwlock.h"
+
+/* The task table whose statements claim.c runs now: its wake trigger counts nothing. */
 extern Oid fl_task_own_relid;
 
-extern void fl_task_wait_shmem_init(void);
-extern bool fl_task_wait_ready(void);
+/* Shared memory (shmem.c): the size to request, and attaching under AddinShmemInitLock */
+extern Size fl_task_wait_shmem_size(int nslots);
+extern void fl_task_wait_shmem_attach(int nslots, LWLock *lock);
+
+/* A waiting claim */
 extern void fl_task_wait_enter(Oid relid, int32 max_rows);
-extern void fl_task_wait_leave(void);
-extern bool fl_task_wait_take_wakeup(void);
 extern bool fl_task_wait_sleep(long timeout_ms);
+extern void fl_task_wait_leave(void);
+
+/* Wakers: rows made claimable, handed to the waiters at commit */
 extern void fl_task_wake_next(Oid relid);
 extern void fl_task_wake_pending(Oid relid, int64 rows, bool unknown);
 

@@ -21,11 +21,13 @@
 #include "leasetable.h"
 #include "miscadmin.h"
 #include "shmem.h"
+#include "stats.h"
 #include "storage/latch.h"
 #include "tcop/tcopprot.h"
 #include "utils/array.h"
 #include "utils/builtins.h"
 #include "utils/memutils.h"
+#include "waitqueue.h"
 
 PG_FUNCTION_INFO_V1(fencelock_acquire_wait);
 PG_FUNCTION_INFO_V1(fencelock_acquire_session);

@@ -14,9 +14,8 @@
  * resource, which then timed out.)  The names take FENCELOCK_MAX_RESOURCE_LEN bytes per slot,
  * kept apart from the slots so a scan touches only the small part.
  *
- * Locking: the queue's lock guards every slot's resource and ticket and next_ticket; a backend
- * writes only its own slot, under the lock held exclusively, and may read its own slot without
- * the lock.  woken and the condition variable need no lock.
+ * Locking: the queue's lock (FL_LOCK_QUEUE) guards the slots' resources and tickets; the protocol
+ * is in shmem.c's header.
  */
 #include "postgres.h"
 
@@ -24,7 +23,6 @@
 #include "fencelock.h"
 #include "miscadmin.h"
 #include "port/atomics.h"
-#include "shmem.h"
 #include "storage/condition_variable.h"
 #include "storage/ipc.h"
 #include "storage/latch.h"
@@ -33,6 +31,7 @@
 #include "storage/shmem.h"
 #include "utils/builtins.h"
 #include "utils/wait_event.h"
+#include "waitqueue.h"
 
 PG_FUNCTION_INFO_V1(fencelock_waiters);
 
@@ -69,18 +68,13 @@ static FlQueue *fl_queue = NULL;
 static FlWaiter *my_slot = NULL;
 static bool exit_cb_registered = false;
 
-static int
-fl_nslots(void)
-{
-	return MaxBackends + NUM_AUXILIARY_PROCS;
-}
-
+/* nslots: one per PGPROC (shmem.c) */
 Size
-fl_queue_shmem_size(void)
+fl_queue_shmem_size(int nslots)
 {
-	Size slots = add_size(offsetof(FlQueue, slots), mul_size(fl_nslots(), sizeof(FlWaiter)));
+	Size slots = add_size(offsetof(FlQueue, slots), mul_size(nslots, sizeof(FlWaiter)));
 
-	return add_size(slots, mul_size(fl_nslots(), FENCELOCK_MAX_RESOURCE_LEN));
+	return add_size(slots, mul_size(nslots, FENCELOCK_MAX_RESOURCE_LEN));
 }
 
 static char *
@@ -90,19 +84,20 @@ fl_slot_name(const FlWaiter *w)
 		   (Size) (w - fl_queue->slots) * FENCELOCK_MAX_RESOURCE_LEN;
 }
 
-/* Attach (and in the postmaster, initialise); the caller holds AddinShmemInitLock. */
+/* Attach, and initialise when created (with its lock); the caller holds AddinShmemInitLock. */
 void
-fl_queue_shmem_startup(void)
+fl_queue_shmem_attach(int nslots, LWLock *lock)
 {
 	bool found;
 
-	fl_queue = ShmemInitStruct("fencelock wait queue", fl_queue_shmem_size(), &found);
+	fl_queue = ShmemInitStruct("fencelock wait queue", fl_queue_shmem_size(nslots), &found);
 	if (found)
 		return;
-	fl_queue->lock = fl_shmem_lock(FL_LOCK_QUEUE);
+	Assert(lock != NULL);
+	fl_queue->lock = lock;
 	fl_queue->next_ticket = 1;
 	pg_atomic_init_u32(&fl_queue->nwaiting, 0);
-	fl_queue->nslots = fl_nslots();
+	fl_queue->nslots = nslots;
 	for (int i = 0; i < fl_queue->nslots; i++)
 	{
 		fl_queue->slots[i].dbid = InvalidOid;

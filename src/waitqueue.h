@@ -8,20 +8,27 @@
 
 #include "postgres.h"
 
-/* shmem.c's hooks: the size to request, and attaching (under AddinShmemInitLock). */
-extern Size fl_queue_shmem_size(void);
-extern void fl_queue_shmem_startup(void);
+#include "storage/lwlock.h"
 
-extern int fl_queue_length(text *resource);
+/* Shared memory (shmem.c): the size to request, and attaching under AddinShmemInitLock */
+extern Size fl_queue_shmem_size(int nslots);
+extern void fl_queue_shmem_attach(int nslots, LWLock *lock);
+
+/* A waiter: its place in the queue */
 extern void fl_queue_enter(text *resource);
 extern bool fl_queue_queued(void);
 extern bool fl_queue_is_mine(text *resource);
 extern bool fl_queue_is_head(void);
+extern void fl_queue_leave(bool wake_next);
+
+/* A waiter: sleeping until its turn */
 extern void fl_queue_prepare(void);
 extern void fl_queue_clear_woken(void);
 extern bool fl_queue_woken(void);
 extern void fl_queue_sleep(long timeout_ms);
-extern void fl_queue_leave(bool wake_next);
+
+/* Anyone: the waiters of a resource */
+extern int fl_queue_length(text *resource);
 extern void fl_queue_wake(text *resource);
 
 #endif /* FENCELOCK_WAITQUEUE_H */

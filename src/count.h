@@ -1,0 +1,18 @@
+/*
+ * count.h — counts that follow the transaction's outcome (count.c): made when the transaction
+ * that did the counted thing commits.
+ */
+#ifndef FENCELOCK_COUNT_H
+#define FENCELOCK_COUNT_H
+
+#include "postgres.h"
+
+#include "stats.h"
+
+/* _PG_init, while shared_preload_libraries is processed */
+extern void fl_count_init(void);
+
+/* Grants, renewals and releases: counted at the commit of the current (sub)transaction */
+extern void fl_count_at_commit(FlCounter counter, uint64 n);
+
+#endif /* FENCELOCK_COUNT_H */
