@@ -11,8 +11,6 @@
 #include "fencelock.h"
 #include "leasebound.h"
 #include "leasetable.h"
-#include "settings.h"
-#include "stats.h"
 #include "miscadmin.h"
 #include "settings.h"
 #include "stats.h"

@@ -46,8 +46,8 @@
 
 #include "fencelock.h"
 #include "miscadmin.h"
-#include "shmem.h"
 #include "sessionslot.h"
+#include "shmem.h"
 #include "stats.h"
 #include "storage/ipc.h"
 #include "storage/lwlock.h"
