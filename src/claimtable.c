@@ -32,10 +32,7 @@
 #include "utils/rel.h"
 #include "utils/syscache.h"
 
-/* The fence trigger's C function (trigger.c): how claim recognises the trigger, whatever its name.
- */
-extern PGDLLEXPORT Datum fencelock_fence_trigger(PG_FUNCTION_ARGS);
-/* The wake trigger's (taskwait.c): how a waiting claim knows that commits will wake it. */
+/* The wake trigger's C function (taskwait.c): how a waiting claim knows that commits wake it. */
 extern PGDLLEXPORT Datum fencelock_task_wake(PG_FUNCTION_ARGS);
 
 const TaskColSpec fl_task_cols[NUM_TASK_COLS] = {
@@ -430,9 +427,10 @@ fl_task_write_map(Oid relid, const TaskMap *map, Oid claim_index, const Datum *p
 }
 
 /*
- * Whether a function is the fence trigger: a C function whose symbol, loaded, is this library's
- * fencelock_fence_trigger.  Not by name: a schema planted under the name "fencelock" could hold
- * a function called fence_trigger that fences nothing.
+ * Whether a function is the wake trigger: a C function whose symbol, loaded, is this library's
+ * fencelock_task_wake.  Not by name: a schema planted under the name "fencelock" could hold a
+ * function called task_wake that wakes nothing.  (The fence trigger is recognised the same way,
+ * by fl_is_fence_trigger in trigger.c.)
  */
 static bool
 is_c_function(Oid fn, PGFunction addr)
@@ -449,12 +447,6 @@ is_c_function(Oid fn, PGFunction addr)
 		return false;
 	fmgr_info(fn, &finfo);
 	return finfo.fn_addr == addr;
-}
-
-static bool
-is_fence_trigger_function(Oid fn)
-{
-	return is_c_function(fn, fencelock_fence_trigger);
 }
 
 /* Whether the table has enabled AFTER statement triggers on INSERT and on UPDATE that wake. */
@@ -497,8 +489,7 @@ has_fence_trigger(Relation rel, const char *fence_col)
 		if (TRIGGER_FOR_ROW(tg->tgtype) && TRIGGER_FOR_BEFORE(tg->tgtype) &&
 			TRIGGER_FOR_UPDATE(tg->tgtype) &&
 			(tg->tgenabled == TRIGGER_FIRES_ON_ORIGIN || tg->tgenabled == TRIGGER_FIRES_ALWAYS) &&
-			tg->tgqual == NULL && strcmp(col, fence_col) == 0 &&
-			is_fence_trigger_function(tg->tgfoid))
+			tg->tgqual == NULL && strcmp(col, fence_col) == 0 && fl_is_fence_trigger(tg->tgfoid))
 			return true;
 	}
 	return false;
