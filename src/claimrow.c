@@ -340,7 +340,7 @@ arg_array(FunctionCallInfo fcinfo, int argno, const char *what, Oid elemtype)
 	}
 	a = DatumGetArrayTypeP(d);
 	if (ARR_NDIM(a) > 1)
-		ereport(ERROR, (errcode(ERRCODE_ARRAY_SUBSCRIPT_ERROR),
+		ereport(ERROR, (errcode(ERRCODE_INVALID_PARAMETER_VALUE),
 						errmsg("%s must be a one-dimensional array", what)));
 	if (array_contains_nulls(a))
 		ereport(ERROR,
