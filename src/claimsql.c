@@ -205,7 +205,7 @@ build_claim_dead(const SqlParts *p)
 	{
 		appendStringInfo(&buf, ", %s = CASE WHEN ", p->col[COL_LAST_ERROR]);
 		append_exhausted(&buf, p, "t");
-		appendStringInfo(&buf, " THEN 'fencelock: fence or attempt at its maximum' ELSE t.%s END",
+		appendStringInfo(&buf, " THEN 'fence or attempt at its maximum' ELSE t.%s END",
 						 p->col[COL_LAST_ERROR]);
 	}
 	appendStringInfoString(&buf, " WHERE ");
