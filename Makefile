@@ -18,7 +18,12 @@ OBJS = \
 	src/wait.o \
 	src/history.o \
 	src/count.o \
+	src/claimtable.o \
+	src/claimsql.o \
+	src/claimcache.o \
 	src/claim.o \
+	src/claimrow.o \
+	src/claimadmin.o \
 	src/leasebound.o \
 	src/mergeguard.o \
 	src/session.o \

@@ -48,3 +48,22 @@ SELECT tgfoid = 'fencelock.fence_trigger'::regproc AS extension_function
   FROM pg_trigger WHERE tgrelid = 'tq'::regclass AND tgname = 'fencelock_fence';
 DROP TABLE tq;
 DROP SCHEMA other CASCADE;
+-- Only a C function whose symbol is fencelock_fence_trigger is loaded to find out whether it is
+-- the fence trigger (trigger.c's fl_is_fence_trigger, which claim shares since issue 21; claim's
+-- own copy loaded every C row trigger on the fence column): a C trigger function that cannot be
+-- loaded stops neither enable_tasks nor claim.  This one fires only when note is assigned.
+CREATE TABLE tg (id int PRIMARY KEY, state text NOT NULL DEFAULT 'ready', lease_owner text,
+                 lease_until timestamptz, attempt int NOT NULL DEFAULT 0,
+                 fence bigint NOT NULL DEFAULT 0, note text);
+CREATE FUNCTION public.ghost_trigger() RETURNS trigger LANGUAGE c
+    AS '$libdir/fencelock', 'fencelock_task_wake';
+UPDATE pg_catalog.pg_proc SET prosrc = 'fencelock_no_such_symbol'
+ WHERE oid = 'public.ghost_trigger'::regproc;
+CREATE TRIGGER a_ghost BEFORE UPDATE OF note ON tg FOR EACH ROW
+    EXECUTE FUNCTION public.ghost_trigger('fence');
+SELECT fencelock.enable_tasks('tg');
+INSERT INTO tg (id) VALUES (1);
+SELECT id, fence FROM fencelock.claim(NULL::tg, 'w-1');
+SELECT fencelock.complete('tg', 1, 1);
+DROP TABLE tg;
+DROP FUNCTION public.ghost_trigger();

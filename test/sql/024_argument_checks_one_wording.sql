@@ -41,5 +41,13 @@ SELECT fencelock.purge('1 day -25 hours');
 SELECT * FROM fencelock.claim(NULL::args_jobs, 'w', '1 minute', 0);
 SELECT fencelock.purge_tasks('args_jobs', '1 day', batch_size => 0);
 
+-- Arrays of more than one dimension: 22023 whichever function (complete_all's was 2202E).
+\set VERBOSITY sqlstate
+SELECT fencelock.key(VARIADIC '{{a,b},{c,d}}'::text[]);
+SELECT fencelock.acquire_all('{{a,b},{c,d}}'::text[], 'o');
+SELECT fencelock.complete_all('args_jobs', ARRAY[[1]], ARRAY[[1]]);
+SELECT fencelock.complete_all('args_jobs', ARRAY[1], ARRAY[[1]]);
+\set VERBOSITY default
+
 SELECT count(*) AS leases FROM fencelock.lease WHERE resource IN ('r', 'a');
 DROP TABLE args_jobs;
