@@ -1,6 +1,8 @@
 -- The lease functions' contract: grant, busy, idempotent retry, renew, release, takeover after
 -- expiry, and fences that only ever grow per resource.
 \set VERBOSITY terse
+-- Fences below start at 1: no lease row or purge floor left by earlier tests.
+TRUNCATE fencelock.lease, fencelock.fence_floor;
 
 -- A free resource is granted; the first fence on timeline 1 is 1.
 SELECT fencelock.acquire('job:1', 'owner-a', '10 seconds') AS fence_a;

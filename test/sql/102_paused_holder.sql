@@ -1,6 +1,8 @@
 -- The problem fencelock solves, end to end: holder A pauses past its lease, B takes over and
 -- closes order o-42, and A's late write is refused by the table itself.
 \set VERBOSITY terse
+-- Fences below start at 1: no lease row or purge floor left by earlier tests.
+TRUNCATE fencelock.lease, fencelock.fence_floor;
 CREATE TABLE orders (id text PRIMARY KEY, status text NOT NULL, closed_by text,
                      last_fence bigint);
 CREATE TRIGGER fence BEFORE UPDATE ON orders FOR EACH ROW

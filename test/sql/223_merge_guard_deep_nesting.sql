@@ -3,7 +3,7 @@
 -- all UPDATE actions' columns).  The guard that finds the MERGE kept the statements being run in
 -- an array of 64 levels: a MERGE run 64 or more function levels deep was not seen, and passed.
 -- The statements are now a list without a limit.  The test cluster preloads fencelock; the
--- session that loads it on first use is test/t/087_merge_guard_first_load.pl.
+-- session that loads it on first use is test/t/250_merge_guard_first_load.pl.
 \set VERBOSITY terse
 CREATE TABLE deep (id int PRIMARY KEY, v text, f bigint);
 CREATE TRIGGER fence BEFORE UPDATE ON deep FOR EACH ROW

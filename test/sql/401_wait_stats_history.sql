@@ -1,6 +1,8 @@
 -- Waiting acquire, acquire_all/release_all, lock_delay, counters, history, and their settings.
 -- The suite's cluster preloads fencelock (shared_preload_libraries), so counters are kept.
 \set VERBOSITY terse
+-- Fences below start at 1: no lease row or purge floor left by earlier tests.
+TRUNCATE fencelock.lease, fencelock.fence_floor;
 SELECT fencelock.stats_reset();
 SELECT grants, takeovers, busy, waits FROM fencelock.stats;
 
