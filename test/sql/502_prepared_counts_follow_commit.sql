@@ -12,9 +12,9 @@ SELECT fencelock.stats_reset();
 BEGIN;
 SELECT fencelock.acquire('pc:rolled-back', 'a') AS fence;
 SELECT fencelock.renew('pc:held', 'h', '1 hour') AS renewed;
-PREPARE TRANSACTION 'fencelock_031_rollback';
+PREPARE TRANSACTION 'fencelock_502_rollback';
 SELECT grants, renewals FROM fencelock.stats;
-ROLLBACK PREPARED 'fencelock_031_rollback';
+ROLLBACK PREPARED 'fencelock_502_rollback';
 SELECT grants, reacquires, renewals, releases, revokes FROM fencelock.stats;
 SELECT fencelock.current_fence('pc:rolled-back') IS NULL AS nothing_issued;
 
@@ -27,26 +27,26 @@ SAVEPOINT s;
 SELECT fencelock.acquire('pc:savepoint', 'a') AS fence;
 ROLLBACK TO SAVEPOINT s;
 SELECT fencelock.revoke('pc:held') IS NOT NULL AS revoked;
-PREPARE TRANSACTION 'fencelock_031_commit';
+PREPARE TRANSACTION 'fencelock_502_commit';
 SELECT grants, reacquires, renewals, releases, revokes FROM fencelock.stats;
-COMMIT PREPARED 'fencelock_031_commit';
+COMMIT PREPARED 'fencelock_502_commit';
 SELECT grants, reacquires, renewals, releases, revokes FROM fencelock.stats;
 
 -- A PREPARE that fails (its identifier is in use) rolls back: nothing counted.
 BEGIN;
-PREPARE TRANSACTION 'fencelock_031_taken';
+PREPARE TRANSACTION 'fencelock_502_taken';
 BEGIN;
 SELECT fencelock.release('pc:kept', 'a') AS released;
-PREPARE TRANSACTION 'fencelock_031_taken';
-ROLLBACK PREPARED 'fencelock_031_taken';
+PREPARE TRANSACTION 'fencelock_502_taken';
+ROLLBACK PREPARED 'fencelock_502_taken';
 SELECT grants, reacquires, renewals, releases, revokes FROM fencelock.stats;
 
 -- Prepared before stats_reset, committed after it: counted after the reset, at its commit.
 BEGIN;
 SELECT fencelock.release('pc:kept', 'a') AS released;
-PREPARE TRANSACTION 'fencelock_031_across_reset';
+PREPARE TRANSACTION 'fencelock_502_across_reset';
 SELECT fencelock.stats_reset();
-COMMIT PREPARED 'fencelock_031_across_reset';
+COMMIT PREPARED 'fencelock_502_across_reset';
 SELECT grants, reacquires, renewals, releases, revokes FROM fencelock.stats;
 
 -- Ordinary transactions count as before.
@@ -54,5 +54,5 @@ BEGIN;
 SELECT fencelock.acquire('pc:plain', 'a') AS fence;
 COMMIT;
 SELECT grants, releases FROM fencelock.stats;
-SELECT count(*) AS prepared_left FROM pg_prepared_xacts WHERE gid LIKE 'fencelock_031_%';
+SELECT count(*) AS prepared_left FROM pg_prepared_xacts WHERE gid LIKE 'fencelock_502_%';
 TRUNCATE fencelock.lease, fencelock.fence_floor;

@@ -125,7 +125,7 @@ $locker->quit;
 ($pid, $holder) = hold('x:prepared', 'prepared-holder');
 $fence = fence_of('x:prepared');
 $node->safe_psql('postgres', qq{BEGIN; SELECT fencelock.assert_fence('x:prepared', $fence);
-                                PREPARE TRANSACTION 'fl_081_hold'});
+                                PREPARE TRANSACTION 'fl_461_hold'});
 my ($stopped, $log_at);
 {
 	local $ENV{PGCTLTIMEOUT} = 20;
@@ -135,9 +135,9 @@ ok($stopped, '5: pg_ctl stop -m fast finishes while a prepared transaction locks
 $node->stop('immediate') unless $stopped;
 $holder->{h}->finish;
 $node->start;
-is($node->safe_psql('postgres', q{SELECT count(*) FROM pg_prepared_xacts WHERE gid = 'fl_081_hold'}),
+is($node->safe_psql('postgres', q{SELECT count(*) FROM pg_prepared_xacts WHERE gid = 'fl_461_hold'}),
 	'1', '5: the prepared transaction survived the shutdown');
-$node->safe_psql('postgres', q{ROLLBACK PREPARED 'fl_081_hold'});
+$node->safe_psql('postgres', q{ROLLBACK PREPARED 'fl_461_hold'});
 is($node->safe_psql('postgres', q{SELECT fencelock.acquire('x:prepared', 'next', '1 minute', '0')}),
 	$fence + 1, '5: after the restart the lease is free for another owner');
 
@@ -145,9 +145,9 @@ is($node->safe_psql('postgres', q{SELECT fencelock.acquire('x:prepared', 'next',
 # it, nor for NOTIFY's lock, which a grant (with fencelock.notify = on) stuck in that wait holds ---
 my ($pid_a, $holder_a) = hold('x:syncrep', 'syncrep-holder');
 my ($pid_b, $holder_b) = hold('x:notify', 'notify-holder');
-$node->append_conf('postgresql.conf', "synchronous_standby_names = 'fl_081_gone'\n");
+$node->append_conf('postgresql.conf', "synchronous_standby_names = 'fl_461_gone'\n");
 $node->reload;
-wait_for(q{SHOW synchronous_standby_names}, 'fl_081_gone');
+wait_for(q{SHOW synchronous_standby_names}, 'fl_461_gone');
 $node->safe_psql('postgres', "SELECT pg_terminate_backend($pid_a)");
 ok(gone_within($pid_a, 5), '5: a session ends while synchronous commits wait for a standby that is gone');
 my $notifier = fl_background($node, 'stuck-notifier',
@@ -199,15 +199,15 @@ is($node->safe_psql('postgres',
 
 # --- 6b. any error in the exit's update: a trigger that raises ---
 $node->safe_psql('postgres', q{
-	CREATE FUNCTION public.fl_081_refuse() RETURNS trigger LANGUAGE plpgsql AS $$
+	CREATE FUNCTION public.fl_461_refuse() RETURNS trigger LANGUAGE plpgsql AS $$
 	BEGIN
 	    IF current_setting('application_name') = 'doomed-holder' THEN
 	        RAISE EXCEPTION 'fl_081: refused';
 	    END IF;
 	    RETURN NEW;
 	END $$;
-	CREATE TRIGGER fl_081_refuse BEFORE UPDATE ON fencelock.lease
-	    FOR EACH ROW EXECUTE FUNCTION public.fl_081_refuse()});
+	CREATE TRIGGER fl_461_refuse BEFORE UPDATE ON fencelock.lease
+	    FOR EACH ROW EXECUTE FUNCTION public.fl_461_refuse()});
 ($pid, $holder) = hold('x:error', 'doomed-holder');
 $fence = fence_of('x:error');
 $log_at = -s $node->logfile;
@@ -220,8 +220,8 @@ ok($node->log_contains(qr/could not update the lease rows of ended session \d+: 
 		$log_at),
 	'6: the error is logged, not raised as FATAL');
 unlike(slurp_file($node->logfile, $log_at), qr/FATAL:  fl_081/, '6: no FATAL from the exit');
-$node->safe_psql('postgres', q{DROP TRIGGER fl_081_refuse ON fencelock.lease;
-                               DROP FUNCTION public.fl_081_refuse()});
+$node->safe_psql('postgres', q{DROP TRIGGER fl_461_refuse ON fencelock.lease;
+                               DROP FUNCTION public.fl_461_refuse()});
 
 fl_no_crash($node, 'every session end');
 done_testing();

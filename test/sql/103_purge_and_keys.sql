@@ -1,5 +1,7 @@
 -- purge() removes idle rows but fences never go back; key() builds collision-free keys.
 \set VERBOSITY terse
+-- Fences below start at 1: no lease row or purge floor left by earlier tests.
+TRUNCATE fencelock.lease, fencelock.fence_floor;
 SELECT fencelock.acquire('p:held', 'o', '1 minute') AS held \gset
 SELECT fencelock.acquire('p:free', 'o') IS NOT NULL, fencelock.release('p:free', 'o');
 SELECT fencelock.acquire('p:free', 'o2') AS f2, fencelock.release('p:free', 'o2');

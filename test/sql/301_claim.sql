@@ -105,7 +105,7 @@ SELECT state, lease_owner, lease_until, attempt, run_after > now() + interval '5
        last_error
   FROM jobs WHERE id = 5;
 -- With backoff => '0', the job is ready again at once (without one, the table's backoff policy
--- applies: 020_claim_backoff).
+-- applies: 311_claim_backoff).
 SELECT fencelock.fail('jobs', 3, 1, backoff => '0') AS state_after_fail;
 SELECT id, attempt, fence FROM fencelock.claim(NULL::jobs, worker => 'w-5');
 -- Attempt 2 fails too; attempt 3 is the last (max_attempts is 3): when it fails, the job is dead.

@@ -5,7 +5,7 @@
 -- owner's lease) and alice's fence in REPEATABLE READ (the statement: the same owner).  Both now
 -- compare with the column's collation.  A nondeterministic collation needs ICU: on a server built
 -- without it, the test says so and checks nothing else
--- (expected/041_lease_direct_nondeterministic_owner_1.out).
+-- (expected/115_lease_direct_nondeterministic_owner_1.out).
 \set VERBOSITY terse
 -- In a database of its own: the view fencelock.leases, which reads owner, is dropped there so that
 -- the column's collation can change.

@@ -1,7 +1,7 @@
 -- revoke(): an operator frees a lease whoever holds it, with a new fence issued at once; the old
 -- holder's fence, renew and release all fail afterwards.  Session-bound leases: the arguments,
 -- the leases view, and a later grant without session => true unbinding the lease.  (Ending the
--- session is in test/t/080_session_leases.pl, notifications in the notify_* isolation specs.)
+-- session is in test/t/460_session_leases.pl, notifications in the notify_* isolation specs.)
 \set VERBOSITY terse
 -- Fences below start at 1: no lease row or purge floor left by earlier tests.
 TRUNCATE fencelock.lease, fencelock.fence_floor;

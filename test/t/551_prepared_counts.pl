@@ -1,7 +1,7 @@
 # Issue 20, defect 11: the counts of a prepared transaction (grants, renewals, releases, revokes)
 # wait in shared memory, one slot per transaction, until COMMIT PREPARED counts them or ROLLBACK
-# PREPARED drops them (test/sql/031_prepared_counts_follow_commit.sql and
-# test/specs/iso_count_prepared.spec show the rule).  Here, what only many transactions and a
+# PREPARED drops them (test/sql/502_prepared_counts_follow_commit.sql and
+# test/specs/stats_count_prepared.spec show the rule).  Here, what only many transactions and a
 # restart show:
 #   - slots are given back: many more prepared transactions than slots, committed and rolled
 #     back in turn, and PREPAREs that fail, are each counted exactly;

@@ -1,151 +1,51 @@
 -- Waiting acquire, acquire_all/release_all, lock_delay, counters, history, and their settings.
 -- The suite's cluster preloads fencelock (shared_preload_libraries), so counters are kept.
 \set VERBOSITY terse
+-- Fences below start at 1: no lease row or purge floor left by earlier tests.
+TRUNCATE fencelock.lease, fencelock.fence_floor;
 SELECT fencelock.stats_reset();
- stats_reset 
--------------
- 
-(1 row)
-
 SELECT grants, takeovers, busy, waits FROM fencelock.stats;
- grants | takeovers | busy | waits 
---------+-----------+------+-------
-      0 |         0 |    0 |     0
-(1 row)
 
 -- A waiting acquire returns NULL at its deadline while another owner holds the lease ...
 SELECT fencelock.acquire('w:1', 'holder', '1 minute') AS held;
- held 
-------
-    8
-(1 row)
-
 SELECT fencelock.acquire('w:1', 'waiter', '10 seconds', '200 milliseconds') IS NULL AS timed_out;
- timed_out 
------------
- t
-(1 row)
-
 -- ... and takes the lease when the holder's lease runs out before the deadline (no release).
 SELECT fencelock.acquire('w:2', 'holder', '300 milliseconds') AS held2;
- held2 
--------
-     8
-(1 row)
-
 SELECT fencelock.acquire('w:2', 'waiter', '10 seconds', '5 seconds') AS taken_over;
- taken_over 
-------------
-          9
-(1 row)
-
 SELECT owner, granted_how FROM fencelock.leases WHERE resource = 'w:2';
- owner  | granted_how 
---------+-------------
- waiter | taken over
-(1 row)
-
 -- wait => '0' is a single try; the holder's own waiting acquire returns its fence at once.
 SELECT fencelock.acquire('w:1', 'other', '10 seconds', '0') IS NULL AS busy_no_wait;
- busy_no_wait 
---------------
- t
-(1 row)
-
 SELECT fencelock.acquire('w:1', 'holder', '1 minute', '5 seconds') AS own_fence;
- own_fence 
------------
-         8
-(1 row)
 
 -- A waiting acquire needs READ COMMITTED (a release would stay invisible to its snapshot).
 \set VERBOSITY default
 BEGIN ISOLATION LEVEL REPEATABLE READ;
 SELECT fencelock.acquire('w:1', 'rr-waiter', '10 seconds', '100 milliseconds');
-ERROR:  a waiting acquire needs the READ COMMITTED isolation level
-DETAIL:  With a transaction snapshot, a release that commits while it waits stays invisible.
-HINT:  Wait in a READ COMMITTED transaction, or pass wait => '0'.
 ROLLBACK;
 SELECT fencelock.acquire('w:1', 'x', '10 seconds', NULL);
-ERROR:  wait must not be null
-HINT:  Pass an interval such as '5 seconds', or '0' not to wait.
 SELECT fencelock.acquire('w:1', 'x', '10 seconds', '-1 second');
-ERROR:  wait must not be negative
-HINT:  Pass an interval such as '5 seconds', or '0' not to wait.
 \set VERBOSITY terse
+
 -- acquire_all: all or none, fences in the caller's order.
 SELECT fencelock.acquire_all(ARRAY['all:c', 'all:a', 'all:b'], 'g1') AS fences;
- fences  
----------
- {8,8,8}
-(1 row)
-
 SELECT resource, owner FROM fencelock.leases WHERE resource LIKE 'all:%' ORDER BY 1;
- resource | owner 
-----------+-------
- all:a    | g1
- all:b    | g1
- all:c    | g1
-(3 rows)
-
 -- One of them busy: nothing is granted, and no fence is issued for the free ones.
 SELECT fencelock.acquire('all:y', 'other') AS y;
- y 
----
- 8
-(1 row)
-
 SELECT fencelock.acquire_all(ARRAY['all:x', 'all:y', 'all:z'], 'g2') IS NULL AS none_granted;
- none_granted 
---------------
- t
-(1 row)
-
 SELECT count(*) AS partial_grants FROM fencelock.leases WHERE resource IN ('all:x', 'all:z');
- partial_grants 
-----------------
-              0
-(1 row)
-
 -- ... and with a wait, still none once the deadline passes.
 SELECT fencelock.acquire_all(ARRAY['all:x', 'all:y'], 'g2', '10 seconds', '100 milliseconds') IS NULL AS none_after_wait;
- none_after_wait 
------------------
- t
-(1 row)
-
 SELECT count(*) AS partial_grants FROM fencelock.leases WHERE resource = 'all:x';
- partial_grants 
-----------------
-              0
-(1 row)
-
 SELECT fencelock.release_all(ARRAY['all:a', 'all:b', 'all:c', 'all:y'], 'g1') AS released;
- released 
-----------
-        3
-(1 row)
-
 \set VERBOSITY default
 SELECT fencelock.acquire_all(ARRAY['all:a', 'all:a'], 'g3');
-ERROR:  resource "all:a" appears twice
-HINT:  Pass each resource once.
 SELECT fencelock.acquire_all(ARRAY['all:a', NULL], 'g3');
-ERROR:  element 2 of resources is null
-HINT:  Pass an array of non-empty resource names.
 SELECT fencelock.acquire_all('{}', 'g3');
-ERROR:  resources must not be empty
-HINT:  Pass at least one resource name.
 SELECT fencelock.acquire_all(NULL, 'g3');
-ERROR:  resources must not be null
-HINT:  Pass an array of non-empty resource names.
 SELECT fencelock.acquire_all(ARRAY['all:a'], NULL);
-ERROR:  owner must not be null
-HINT:  Pass a non-empty text value.
 SELECT fencelock.release_all(ARRAY[''], 'g3');
-ERROR:  element 1 of resources is empty
-HINT:  Pass an array of non-empty resource names.
 \set VERBOSITY terse
+
 -- A cancel (statement_timeout) inside acquire_all, caught by a PL/pgSQL handler: the partial
 -- grants are undone and the session is left in a clean state, with no transaction open.
 SET statement_timeout = '300ms';
@@ -155,269 +55,83 @@ BEGIN
 EXCEPTION WHEN query_canceled THEN
     RAISE NOTICE 'acquire_all cancelled';
 END $$;
-NOTICE:  acquire_all cancelled
 RESET statement_timeout;
 SELECT count(*) AS partial_grants FROM fencelock.leases WHERE resource = 'all:q1';
- partial_grants 
-----------------
-              0
-(1 row)
-
 SELECT txid_current_if_assigned() IS NULL AS no_transaction_left_open;
- no_transaction_left_open 
---------------------------
- t
-(1 row)
-
 SELECT fencelock.acquire('all:q1', 'g10') IS NOT NULL AS free_for_others;
- free_for_others 
------------------
- t
-(1 row)
 
 -- lock_delay: a lease that expired without a release stays ungrantable to others for a while;
 -- its own owner may come back, and a released lease is free at once.
 SET fencelock.lock_delay = '1h';
 SELECT fencelock.acquire('d:1', 'a', '10 milliseconds') AS d1;
- d1 
-----
-  8
-(1 row)
-
 SELECT pg_sleep(0.05);
- pg_sleep 
-----------
- 
-(1 row)
-
 SELECT fencelock.acquire('d:1', 'b') IS NULL AS delayed;
- delayed 
----------
- t
-(1 row)
-
 SELECT fencelock.acquire('d:1', 'a') AS own_again;
- own_again 
------------
-         9
-(1 row)
-
 SELECT fencelock.release('d:1', 'a'), fencelock.acquire('d:1', 'b') AS after_release;
- release | after_release 
----------+---------------
- t       |            10
-(1 row)
-
 RESET fencelock.lock_delay;
 -- The delay is the holder's, kept with its grant: an acquirer's own setting does not matter.
 SELECT fencelock.acquire('d:2', 'a', '10 milliseconds') IS NOT NULL AS no_delay_holder;
- no_delay_holder 
------------------
- t
-(1 row)
-
 SELECT pg_sleep(0.05);
- pg_sleep 
-----------
- 
-(1 row)
-
 SET fencelock.lock_delay = '1h';
 SELECT fencelock.acquire('d:2', 'b') IS NOT NULL AS taken_over_at_once;
- taken_over_at_once 
---------------------
- t
-(1 row)
-
 RESET fencelock.lock_delay;
+
 -- Counters since the reset above.
 SELECT grants, takeovers, reacquires, busy >= 3 AS some_busy, releases, releases_refused,
        waits, wait_timeouts, wait_time_ms > 0 AS waited
   FROM fencelock.stats;
- grants | takeovers | reacquires | some_busy | releases | releases_refused | waits | wait_timeouts | waited 
---------+-----------+------------+-----------+----------+------------------+-------+---------------+--------
-     13 |         2 |          1 | t         |        4 |                1 |     4 |             2 | t
-(1 row)
-
 SELECT fencelock.renew('w:2', 'waiter') AS renewed, fencelock.renew('w:2', 'nobody') AS refused;
- renewed | refused 
----------+---------
- t       | f
-(1 row)
-
 SELECT renewals, renewals_refused FROM fencelock.stats;
- renewals | renewals_refused 
-----------+------------------
-        1 |                1
-(1 row)
 
 -- Stale and unfenced writes are counted per table.
 CREATE TABLE counted (id int PRIMARY KEY, last_fence bigint, v int);
 CREATE TRIGGER fence BEFORE UPDATE ON counted FOR EACH ROW EXECUTE FUNCTION fencelock.fence_trigger();
 INSERT INTO counted VALUES (1, 10, 0);
 UPDATE counted SET last_fence = 9, v = 1;
-ERROR:  fence 9 is older than the stored fence 10
 UPDATE counted SET last_fence = 8, v = 1;
-ERROR:  fence 8 is older than the stored fence 10
 UPDATE counted SET v = 1;
-ERROR:  update of table "counted" carries no fence
 BEGIN;
 SELECT fencelock.assert_fence('w:2', 0);
-ERROR:  fence 0 is older than the current fence 9 of resource "w:2"
 ROLLBACK;
 SELECT "table", stale_rejected, unfenced_rejected FROM fencelock.table_stats;
-  table  | stale_rejected | unfenced_rejected 
----------+----------------+-------------------
- counted |              2 |                 1
-(1 row)
-
 SELECT stale_rejected, unfenced_rejected FROM fencelock.stats;
- stale_rejected | unfenced_rejected 
-----------------+-------------------
-              3 |                 1
-(1 row)
-
 DROP TABLE counted;
+
 -- History: grants and how they ended.
 SET fencelock.history = on;
 SELECT fencelock.acquire('h:1', 'a', '100 milliseconds') AS h1;
- h1 
-----
-  8
-(1 row)
-
 SELECT fencelock.renew('h:1', 'a', '100 milliseconds');
- renew 
--------
- t
-(1 row)
-
 SELECT pg_sleep(0.15);
- pg_sleep 
-----------
- 
-(1 row)
-
 SELECT fencelock.acquire('h:1', 'b') AS h2;
- h2 
-----
-  9
-(1 row)
-
 SELECT fencelock.release('h:1', 'b');
- release 
----------
- t
-(1 row)
-
 SELECT fencelock.acquire('h:1', 'c', '10 milliseconds') AS h3;
- h3 
-----
- 10
-(1 row)
-
 SELECT pg_sleep(0.02);
- pg_sleep 
-----------
- 
-(1 row)
-
 SELECT fencelock.purge('0') >= 1 AS purged;
- purged 
---------
- t
-(1 row)
-
 SELECT resource, fence, owner, granted_how, ended_how, ended_at IS NOT NULL AS ended,
        ended_at <= expires_at + interval '1 millisecond' OR ended_how = 'released' AS ended_in_time
   FROM fencelock.history WHERE resource = 'h:1' ORDER BY fence;
- resource | fence | owner |  granted_how  | ended_how  | ended | ended_in_time 
-----------+-------+-------+---------------+------------+-------+---------------
- h:1      |     8 | a     | new           | taken over | t     | t
- h:1      |     9 | b     | taken over    | released   | t     | t
- h:1      |    10 | c     | after release | expired    | t     | t
-(3 rows)
-
 RESET fencelock.history;
+
 -- fencelock.default_ttl is the ttl of calls that name none.
 SET fencelock.default_ttl = '2min';
 SELECT fencelock.acquire('ttl:default', 'a') IS NOT NULL AS granted;
- granted 
----------
- t
-(1 row)
-
 SELECT remaining > interval '90 seconds' AS two_minutes FROM fencelock.leases WHERE resource = 'ttl:default';
- two_minutes 
--------------
- t
-(1 row)
-
 RESET fencelock.default_ttl;
 SELECT fencelock.renew('ttl:default', 'a') AS renewed;
- renewed 
----------
- t
-(1 row)
-
 SELECT remaining <= interval '30 seconds' AS thirty_seconds FROM fencelock.leases WHERE resource = 'ttl:default';
- thirty_seconds 
-----------------
- t
-(1 row)
 
 -- Settings reject values outside their documented ranges.
 \set VERBOSITY default
 SET fencelock.lock_delay = -1;
-ERROR:  -1 ms is outside the valid range for parameter "fencelock.lock_delay" (0 .. 86400000)
 SET fencelock.default_ttl = 0;
-ERROR:  0 ms is outside the valid range for parameter "fencelock.default_ttl" (1 .. 2147483647)
 SET fencelock.history_retention = '10s';
-ERROR:  10 s is outside the valid range for parameter "fencelock.history_retention" (60 .. 2147483647)
 SET fencelock.log_level = 'chatty';
-ERROR:  invalid value for parameter "fencelock.log_level": "chatty"
-HINT:  Available values: off, debug, log, notice, warning.
 SET fencelock.max_tables = 10;
-ERROR:  parameter "fencelock.max_tables" cannot be changed without restarting the server
 \set VERBOSITY terse
 SET fencelock.log_level = 'notice';
 SELECT fencelock.acquire('log:1', 'a', '1 millisecond') AS l1;
- l1 
-----
- 11
-(1 row)
-
 SELECT pg_sleep(0.01);
- pg_sleep 
-----------
- 
-(1 row)
-
 SELECT fencelock.acquire('log:1', 'b') AS l2_logged;
-NOTICE:  lease on resource "log:1" taken over with fence 12 after the previous holder's lease expired
- l2_logged 
------------
-        12
-(1 row)
-
 RESET fencelock.log_level;
 SELECT name, setting, unit, context FROM pg_settings WHERE name LIKE 'fencelock.%' ORDER BY 1;
-            name             | setting | unit |  context   
------------------------------+---------+------+------------
- fencelock.claim_recheck     | 1000    | ms   | user
- fencelock.default_ttl       | 30000   | ms   | user
- fencelock.history           | off     |      | superuser
- fencelock.history_retention | 604800  | s    | superuser
- fencelock.lock_delay        | 0       | ms   | user
- fencelock.log_level         | off     |      | superuser
- fencelock.max_tables        | 1000    |      | postmaster
- fencelock.max_ttl           | 86400   | s    | superuser
- fencelock.notify            | off     |      | superuser
-(9 rows)
-
 SELECT fencelock.stats_reset();
- stats_reset 
--------------
- 
-(1 row)
-

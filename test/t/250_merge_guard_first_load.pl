@@ -11,7 +11,7 @@
 #   - once loaded (an earlier statement, session_preload_libraries), every statement is told
 #     exactly;
 #   - a logical replication worker that loads fencelock while applying an UPDATE applies it (the
-#     fence trigger passes replicated changes, checked on the publisher: 091_logical_replica_sync).
+#     fence trigger passes replicated changes, checked on the publisher: 252_logical_replica_sync).
 use strict;
 use warnings FATAL => 'all';
 

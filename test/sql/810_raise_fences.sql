@@ -1,7 +1,7 @@
 -- raise_fences(above): after restoring an older pg_dump, every fence issued from then on exceeds
 -- the bound.  Leases below it are freed at the bound (as revoke leaves them), the purge floor is
 -- raised to it for resources without a row, and nothing is ever lowered.  (The restore itself is
--- in test/t/030_dump_restore.pl.)
+-- in test/t/860_dump_restore.pl.)
 \set VERBOSITY terse
 -- Fences below start at 1: no lease row or purge floor left by earlier tests.
 TRUNCATE fencelock.lease, fencelock.fence_floor;

@@ -1,267 +1,89 @@
 -- The lease functions' contract: grant, busy, idempotent retry, renew, release, takeover after
 -- expiry, and fences that only ever grow per resource.
 \set VERBOSITY terse
+-- Fences below start at 1: no lease row or purge floor left by earlier tests.
+TRUNCATE fencelock.lease, fencelock.fence_floor;
+
 -- A free resource is granted; the first fence on timeline 1 is 1.
 SELECT fencelock.acquire('job:1', 'owner-a', '10 seconds') AS fence_a;
- fence_a 
----------
-       1
-(1 row)
-
 -- Another owner gets NULL while the lease is live.
 SELECT fencelock.acquire('job:1', 'owner-b', '10 seconds') IS NULL AS busy;
- busy 
-------
- t
-(1 row)
-
 -- The same owner again (a retry after a lost response) gets the same fence.
 SELECT fencelock.acquire('job:1', 'owner-a', '20 seconds') AS same_fence;
- same_fence 
-------------
-          1
-(1 row)
-
 SELECT fencelock.current_fence('job:1');
- current_fence 
----------------
-             1
-(1 row)
-
 SELECT state, owner, fence, remaining > interval '15 seconds' AS extended
   FROM fencelock.leases WHERE resource = 'job:1';
- state |  owner  | fence | extended 
--------+---------+-------+----------
- held  | owner-a |     1 | t
-(1 row)
 
 -- Renew works only for the holder.
 SELECT fencelock.renew('job:1', 'owner-b') AS renew_by_other;
- renew_by_other 
-----------------
- f
-(1 row)
-
 SELECT fencelock.renew('job:1', 'owner-a', '1 minute') AS renew_by_holder;
- renew_by_holder 
------------------
- t
-(1 row)
-
 SELECT remaining > interval '50 seconds' AS renewed FROM fencelock.leases WHERE resource = 'job:1';
- renewed 
----------
- t
-(1 row)
 
 -- Release works only for the holder, and the fence stays.
 SELECT fencelock.release('job:1', 'owner-b') AS release_by_other;
- release_by_other 
-------------------
- f
-(1 row)
-
 SELECT state FROM fencelock.leases WHERE resource = 'job:1';
- state 
--------
- held
-(1 row)
-
 SELECT fencelock.release('job:1', 'owner-a') AS release_by_holder;
- release_by_holder 
--------------------
- t
-(1 row)
-
 SELECT fencelock.release('job:1', 'owner-a') AS release_twice;
- release_twice 
----------------
- f
-(1 row)
-
 SELECT state, owner, fence, remaining FROM fencelock.leases WHERE resource = 'job:1';
- state | owner | fence | remaining 
--------+-------+-------+-----------
- free  |       |     1 | 
-(1 row)
-
 SELECT fencelock.current_fence('job:1') AS fence_after_release;
- fence_after_release 
----------------------
-                   1
-(1 row)
 
 -- The next grant, by anyone, gets a higher fence.
 SELECT fencelock.acquire('job:1', 'owner-b', '50 milliseconds') AS fence_b;
- fence_b 
----------
-       2
-(1 row)
-
 -- Lease times use the clock at the call, not the transaction start: inside one transaction
 -- the lease expires while the transaction is still open.
 BEGIN;
 SELECT pg_sleep(0.1);
- pg_sleep 
-----------
- 
-(1 row)
-
 SELECT state FROM fencelock.leases WHERE resource = 'job:1';
-  state  
----------
- expired
-(1 row)
-
 -- An expired lease cannot be renewed or released by its former holder ...
 SELECT fencelock.renew('job:1', 'owner-b') AS renew_expired;
- renew_expired 
----------------
- f
-(1 row)
-
 SELECT fencelock.release('job:1', 'owner-b') AS release_expired;
- release_expired 
------------------
- f
-(1 row)
-
 -- ... and is taken over by the next owner with a higher fence.
 SELECT fencelock.acquire('job:1', 'owner-c') AS fence_c;
- fence_c 
----------
-       3
-(1 row)
-
 COMMIT;
 -- The former holder's acquire after its lease expired and was taken over: busy.
 SELECT fencelock.acquire('job:1', 'owner-b') IS NULL AS b_is_out;
- b_is_out 
-----------
- t
-(1 row)
-
 -- The same owner re-acquiring after its own lease expired gets a new fence, not the old one.
 SELECT fencelock.acquire('job:2', 'owner-d', '10 milliseconds') AS d1;
- d1 
-----
-  1
-(1 row)
-
 SELECT pg_sleep(0.05);
- pg_sleep 
-----------
- 
-(1 row)
-
 SELECT fencelock.acquire('job:2', 'owner-d') AS d2_new_fence;
- d2_new_fence 
---------------
-            2
-(1 row)
 
 -- Fences are per resource: a new resource starts at 1.
 SELECT fencelock.acquire('job:3', 'owner-a') AS other_resource;
- other_resource 
-----------------
-              1
-(1 row)
-
 SELECT fencelock.current_fence('never-used') IS NULL AS never_issued;
- never_issued 
---------------
- t
-(1 row)
 
 -- A grant whose transaction rolls back issues nothing: the next grant reuses no fence twice.
 BEGIN;
 SELECT fencelock.acquire('job:4', 'owner-a') AS rolled_back;
- rolled_back 
--------------
-           1
-(1 row)
-
 ROLLBACK;
 SELECT fencelock.current_fence('job:4') IS NULL AS nothing_issued;
- nothing_issued 
-----------------
- t
-(1 row)
-
 SELECT fencelock.acquire('job:4', 'owner-b') AS after_rollback;
- after_rollback 
-----------------
-              1
-(1 row)
+
 
 -- Bad input: a clear error with a SQLSTATE, and nothing written.
 \set VERBOSITY default
 \set SHOW_CONTEXT never
 SELECT count(*) AS rows_before FROM fencelock.leases \gset
 SELECT fencelock.acquire(NULL, 'x');
-ERROR:  resource must not be null
-HINT:  Pass a non-empty text value.
 SELECT fencelock.acquire('', 'x');
-ERROR:  resource must not be empty
-HINT:  Pass a non-empty text value.
 SELECT fencelock.acquire('r', NULL);
-ERROR:  owner must not be null
-HINT:  Pass a non-empty text value.
 SELECT fencelock.acquire('r', '');
-ERROR:  owner must not be empty
-HINT:  Pass a non-empty text value.
 SELECT fencelock.acquire(repeat('r', 1025), 'x');
-ERROR:  resource is 1025 bytes long, longer than the limit of 1024 bytes
-HINT:  Use a shorter value; fencelock.key() builds compact resource keys.
 SELECT fencelock.acquire('r', repeat('o', 257));
-ERROR:  owner is 257 bytes long, longer than the limit of 256 bytes
-HINT:  Use a shorter owner token.
 SELECT fencelock.acquire('r', 'x', NULL);
-ERROR:  ttl must not be null
-HINT:  Pass a positive interval such as '30 seconds'.
 SELECT fencelock.acquire('r', 'x', '0');
-ERROR:  ttl @ 0 is not positive
-HINT:  Pass a positive interval such as '30 seconds'.
 SELECT fencelock.acquire('r', 'x', '-5 seconds');
-ERROR:  ttl @ 5 secs ago is not positive
-HINT:  Pass a positive interval such as '30 seconds'.
 SELECT fencelock.acquire('r', 'x', '2 days');
-ERROR:  ttl @ 2 days is longer than fencelock.max_ttl (86400 s)
-HINT:  Renew a shorter lease instead, or raise fencelock.max_ttl.
 SELECT fencelock.acquire('r', 'x', '170000000 years');
-ERROR:  ttl @ 170000000 years is longer than fencelock.max_ttl (86400 s)
-HINT:  Renew a shorter lease instead, or raise fencelock.max_ttl.
 SELECT fencelock.renew('job:1', 'owner-c', '-1 second');
-ERROR:  ttl @ 1 sec ago is not positive
-HINT:  Pass a positive interval such as '30 seconds'.
 SELECT fencelock.renew(NULL, 'owner-c');
-ERROR:  resource must not be null
-HINT:  Pass a non-empty text value.
 SELECT fencelock.release('job:1', NULL);
-ERROR:  owner must not be null
-HINT:  Pass a non-empty text value.
 SELECT fencelock.current_fence(NULL);
-ERROR:  resource must not be null
-HINT:  Pass a non-empty text value.
 \set VERBOSITY terse
 SELECT count(*) = :rows_before AS nothing_written FROM fencelock.leases;
- nothing_written 
------------------
- t
-(1 row)
-
 -- The longest accepted keys and owners, and the documented TTL limit.
 SELECT fencelock.acquire(repeat('r', 1024), repeat('o', 256), '1 day') AS longest_ok;
- longest_ok 
-------------
-          1
-(1 row)
-
 SET fencelock.max_ttl = '1h';
 SELECT fencelock.acquire('r', 'x', '2 hours');
-ERROR:  ttl @ 2 hours is longer than fencelock.max_ttl (3600 s)
 RESET fencelock.max_ttl;
 SET fencelock.max_ttl = 0;
-ERROR:  0 s is outside the valid range for parameter "fencelock.max_ttl" (1 .. 2147483647)
 SET fencelock.nonexistent = 1;
-ERROR:  invalid configuration parameter name "fencelock.nonexistent"
