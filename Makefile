@@ -19,7 +19,12 @@ OBJS = \
 	src/wait.o \
 	src/history.o \
 	src/count.o \
+	src/claimtable.o \
+	src/claimsql.o \
+	src/claimcache.o \
 	src/claim.o \
+	src/claimrow.o \
+	src/claimadmin.o \
 	src/leasebound.o \
 	src/mergeguard.o \
 	src/session.o \
@@ -36,7 +41,7 @@ DATA = $(wildcard sql/fencelock--*.sql)
 
 # Regression tests: test/sql/NAME.sql, expected output in expected/NAME.out
 # (test/expected is a link to it: PostgreSQL 15's pg_regress has no --expecteddir).
-# A test whose name ends in _pgNN (e.g. 081_merge_returning_pg17) needs PostgreSQL NN or later:
+# A test whose name ends in _pgNN (e.g. 221_merge_returning_pg17) needs PostgreSQL NN or later:
 # it is left out on older majors.  MAJORVERSION comes from PGXS below; REGRESS is expanded later.
 fl_min_major = $(patsubst pg%,%,$(filter pg1% pg2% pg3%,$(lastword $(subst _, ,$(1)))))
 fl_on_major = $(if $(call fl_min_major,$(1)),$(if $(filter $(call fl_min_major,$(1)),$(firstword \

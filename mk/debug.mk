@@ -3,7 +3,7 @@
 #
 #   make valgrind         regression + isolation suites, the server under memcheck
 #   make discard-caches   the regression suite with debug_discard_caches = 1
-#   FL_TESTS="010_claim iso_paused_holder" make valgrind    only these
+#   FL_TESTS="301_claim lease_paused_holder" make valgrind    only these
 
 .PHONY: valgrind discard-caches
 

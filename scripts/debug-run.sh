@@ -10,7 +10,7 @@
 #                                              (every cache entry thrown away at every chance)
 #
 # Extra arguments name the tests to run (default: all of the suite), e.g.
-#   bash scripts/debug-run.sh valgrind 010_claim iso_paused_holder
+#   bash scripts/debug-run.sh valgrind 301_claim lease_paused_holder
 # KEEP=1 keeps the work directory (logs, Valgrind's per-process logs) for inspection.
 cd "$(dirname "$0")/.."
 . scripts/lib.sh
@@ -62,7 +62,7 @@ suites=(regress)
 # With every cache thrown away at every chance a call costs ~100 times more; the two tests whose
 # point is thousands of calls in one statement (plan choice, batch sizes) would take hours, and
 # they keep no cache of their own that the others do not.  Named explicitly, they still run.
-discard_skip="007_bulk_grant_uses_index 008_history_prune_batches"
+discard_skip="105_bulk_grant_uses_index 501_history_prune_batches"
 if [ "$mode" = discard-caches ] && [ $# -eq 0 ]; then
 	for t in $(cd "$tree/test/sql" && ls *.sql | sed 's/\.sql$//'); do # all apply to 18
 		case " $discard_skip " in *" $t "*) ;; *) regress+=" $t" ;; esac

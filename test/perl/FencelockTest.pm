@@ -141,7 +141,7 @@ sub fl_state_after_first_block
 
 # fl_colliding_name(VICTIM, SEED): a name other than VICTIM (at least 24 bytes), of its length
 # and with the same hash_bytes_extended under SEED (a database OID: the wait queue's hash before
-# 0.4.0; 089_queue_hash_collision.pl, 045_hostile_input.pl): a random printable first block, and a second block that cancels the difference.  Every
+# 0.4.0; 452_queue_hash_collision.pl, 850_hostile_input.pl): a random printable first block, and a second block that cancels the difference.  Every
 # byte is 0x01..0x7f, valid in any server encoding.
 sub fl_colliding_name
 {
