@@ -12,7 +12,7 @@
  * direct path, in C (rule_grant, rule_owner_change).  The direct path (leaserow.c) changes a row
  * without a statement where that is equivalent; fl_lease_grant and fl_lease_owner_change choose
  * it, or the statement (fencelock.direct_path = off forces the statement, for the tests).
- * test/sql/150_lease_rule_differential.sql replays a script of calls through both and compares
+ * test/sql/117_lease_rule_differential.sql replays a script of calls through both and compares
  * every answer and row: a change to one form of the rule is a change to the other.
  *
  * The statements run as the extension's owner (asowner.c), every name and operator qualified.

@@ -1,4 +1,4 @@
--- diff_step(call) for test/sql/150_lease_rule_differential.sql: runs CALL (a format() string, %1$L
+-- diff_step(call) for test/sql/117_lease_rule_differential.sql: runs CALL (a format() string, %1$L
 -- the resource prefix) once with fencelock.direct_path on, on resources 'd:...', and once off,
 -- on 's:...'; answers the first answer and whether both answers and both paths' lease and history
 -- rows agree (or both of everything, when they do not), and the direct path's rows of the
