@@ -10,8 +10,8 @@
 
 #include <limits.h>
 
+#include "compat.h"
 #include "count.h"
-#include "fencelock.h"
 #include "mergeguard.h"
 #include "miscadmin.h"
 #include "settings.h"

@@ -8,12 +8,16 @@
  */
 #include "postgres.h"
 
+#include "asowner.h"
 #include "catalog/pg_type.h"
 #include "common/pg_prng.h"
 #include "fencelock.h"
+#include "history.h"
+#include "lease.h"
 #include "miscadmin.h"
 #include "settings.h"
 #include "utils/builtins.h"
+#include "utils/timestamp.h"
 
 /* $1 resource, $2 new fence, $3 now, $4 how the earlier grant ended */
 static FlStmt history_close = {

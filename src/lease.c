@@ -7,11 +7,15 @@
  */
 #include "postgres.h"
 
+#include "args.h"
 #include "count.h"
 #include "fencelock.h"
+#include "lease.h"
 #include "leasebound.h"
 #include "leasetable.h"
 #include "miscadmin.h"
+#include "notify.h"
+#include "session.h"
 #include "settings.h"
 #include "stats.h"
 #include "utils/acl.h"

@@ -17,6 +17,7 @@
 #include "postgres.h"
 
 #include "access/xact.h"
+#include "compat.h"
 #include "fencelock.h"
 #include "leasebound.h"
 #include "leasetable.h"

@@ -22,9 +22,12 @@
 
 #include "access/xact.h"
 #include "access/xlog.h"
+#include "asowner.h"
 #include "catalog/pg_type.h"
 #include "common/int.h"
 #include "fencelock.h"
+#include "history.h"
+#include "lease.h"
 #include "leaserow.h"
 #include "leasetable.h"
 #include "miscadmin.h"

@@ -8,6 +8,7 @@
 #include "postgres.h"
 
 #include "fencelock.h"
+#include "lease.h"
 
 /* Fences, and their durability */
 extern int64 fl_timeline_base(void);

@@ -16,8 +16,8 @@
  */
 #include "postgres.h"
 
+#include "args.h"
 #include "catalog/pg_type.h"
-#include "fencelock.h"
 #include "leasetable.h"
 #include "utils/builtins.h"
 #include "utils/timestamp.h"

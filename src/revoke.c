@@ -8,11 +8,12 @@
  */
 #include "postgres.h"
 
+#include "args.h"
 #include "catalog/pg_type.h"
 #include "count.h"
-#include "fencelock.h"
 #include "leasetable.h"
 #include "miscadmin.h"
+#include "notify.h"
 #include "settings.h"
 #include "stats.h"
 #include "utils/builtins.h"

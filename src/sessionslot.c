@@ -10,7 +10,7 @@
  */
 #include "postgres.h"
 
-#include "fencelock.h"
+#include "compat.h"
 #include "miscadmin.h"
 #include "port/atomics.h"
 #include "sessionslot.h"

@@ -44,7 +44,6 @@
  */
 #include "postgres.h"
 
-#include "fencelock.h"
 #include "miscadmin.h"
 #include "sessionslot.h"
 #include "shmem.h"
