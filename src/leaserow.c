@@ -550,7 +550,8 @@ fl_lease_row_lock_share(text *resource, bool *found, int64 *fence, NameData *hol
 	bool done = true;
 
 	*found = false;
-	if (IsInParallelMode())
+	/* A read-only transaction: the statement's FOR SHARE raises the error (25006). */
+	if (XactReadOnly || IsInParallelMode())
 		return false;
 	rel = table_open(fl_lease_relid(), RowShareLock);
 	layout_current(rel);

@@ -66,6 +66,10 @@ SELECT * FROM diff_step($$fencelock.acquire(%1$L || 'c', 'gina', '10s')$$);
 SELECT * FROM diff_step($$fencelock.assert_fence(%1$L || 'c', fencelock.current_fence(%1$L || 'c'))$$);
 SELECT * FROM diff_step($$fencelock.assert_fence(%1$L || 'c', 1)$$);
 SELECT * FROM diff_step($$fencelock.assert_fence(%1$L || 'zz', 1)$$);
+-- In a read-only transaction the row cannot be locked, either way.
+BEGIN READ ONLY;
+SELECT * FROM diff_step($$fencelock.assert_fence(%1$L || 'c', fencelock.current_fence(%1$L || 'c'))$$);
+COMMIT;
 -- A grant and a release in one statement: the second sees the first (the command counter).
 SELECT * FROM diff_step($$(SELECT fencelock.acquire(%1$L || 'g', 'kim', '10s') + fencelock.acquire(%1$L || 'g', 'kim', '10s') FROM (VALUES (1)) AS v)$$);
 SELECT * FROM diff_step($$(fencelock.release(%1$L || 'g', 'kim') AND NOT fencelock.release(%1$L || 'g', 'kim'))$$);
