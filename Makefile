@@ -9,6 +9,7 @@ OBJS = \
 	src/args.o \
 	src/lease.o \
 	src/leaserow.o \
+	src/leasetable.o \
 	src/key.o \
 	src/trigger.o \
 	src/inhguard.o \
@@ -27,6 +28,7 @@ OBJS = \
 	src/leasebound.o \
 	src/mergeguard.o \
 	src/session.o \
+	src/sessionslot.o \
 	src/notify.o \
 	src/revoke.o \
 	src/restore.o \

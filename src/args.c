@@ -3,7 +3,9 @@
  */
 #include "postgres.h"
 
+#include "args.h"
 #include "common/int.h"
+#include "compat.h"
 #include "fencelock.h"
 #include "settings.h"
 #include "utils/builtins.h"

@@ -14,10 +14,13 @@
 
 #include "access/htup_details.h"
 #include "access/xact.h"
+#include "args.h"
+#include "asowner.h"
 #include "catalog/pg_type.h"
 #include "claim.h"
 #include "fencelock.h"
 #include "funcapi.h"
+#include "leasetable.h"
 #include "lib/stringinfo.h"
 #include "miscadmin.h"
 #include "settings.h"

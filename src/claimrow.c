@@ -12,8 +12,11 @@
  */
 #include "postgres.h"
 
+#include "args.h"
+#include "asowner.h"
 #include "catalog/pg_type.h"
 #include "claim.h"
+#include "compat.h"
 #include "fencelock.h"
 #include "nodes/makefuncs.h"
 #include "optimizer/optimizer.h"

@@ -14,6 +14,7 @@
 #include "access/htup_details.h"
 #include "access/sysattr.h"
 #include "access/table.h"
+#include "asowner.h"
 #include "catalog/namespace.h"
 #include "catalog/pg_class.h"
 #include "catalog/pg_inherits.h"
@@ -24,8 +25,8 @@
 #include "claim.h"
 #include "commands/trigger.h"
 #include "compat.h"
-#include "fencelock.h"
 #include "lib/stringinfo.h"
+#include "trigger.h"
 #include "utils/array.h"
 #include "utils/builtins.h"
 #include "utils/lsyscache.h"
@@ -473,8 +474,10 @@ fl_task_has_wake_trigger(Relation rel)
 }
 
 /*
- * Whether the table has an enabled BEFORE UPDATE row trigger, without a WHEN condition, that calls
- * the fence trigger function on the fence column.
+ * Whether the table has an enabled BEFORE UPDATE row trigger, without a WHEN condition or a column
+ * list (UPDATE OF fires only when a listed column is assigned: a stale holder's write that assigns
+ * none would pass unchecked), that calls the fence trigger function on the fence column.  Checked
+ * in the order that loads no function whose symbol is not the fence trigger's (310).
  */
 static bool
 has_fence_trigger(Relation rel, const char *fence_col)
@@ -489,7 +492,8 @@ has_fence_trigger(Relation rel, const char *fence_col)
 		if (TRIGGER_FOR_ROW(tg->tgtype) && TRIGGER_FOR_BEFORE(tg->tgtype) &&
 			TRIGGER_FOR_UPDATE(tg->tgtype) &&
 			(tg->tgenabled == TRIGGER_FIRES_ON_ORIGIN || tg->tgenabled == TRIGGER_FIRES_ALWAYS) &&
-			tg->tgqual == NULL && strcmp(col, fence_col) == 0 && fl_is_fence_trigger(tg->tgfoid))
+			tg->tgqual == NULL && strcmp(col, fence_col) == 0 && fl_is_fence_trigger(tg->tgfoid) &&
+			tg->tgnattr == 0)
 			return true;
 	}
 	return false;

@@ -13,6 +13,11 @@
 #error "fencelock requires PostgreSQL 15 or later"
 #endif
 
+/* The varlena macros (VARSIZE_ANY_EXHDR, ...): in postgres.h until 15, in varatt.h from 16. */
+#if PG_VERSION_NUM >= 160000
+#include "varatt.h"
+#endif
+
 /*
  * PostgreSQL 18 replaced the pg_attribute_noreturn() suffix with the pg_noreturn prefix; the
  * older attribute works as a prefix too.

@@ -10,8 +10,8 @@
 
 #include <limits.h>
 
+#include "compat.h"
 #include "count.h"
-#include "fencelock.h"
 #include "mergeguard.h"
 #include "miscadmin.h"
 #include "settings.h"
@@ -30,6 +30,7 @@ bool fencelock_notify = false;
 int fencelock_log_level = -1;
 int fencelock_claim_recheck_ms = 1000;
 int fencelock_max_tables = 1000;
+bool fencelock_direct_path = true;
 
 static const struct config_enum_entry log_level_options[] = {
 	{"off", -1, false},        {"debug", DEBUG1, false},    {"log", LOG, false},
@@ -76,6 +77,12 @@ _PG_init(void)
 							"leases, run_after reached).",
 							&fencelock_claim_recheck_ms, 1000, 10, 3600 * 1000, PGC_USERSET,
 							GUC_UNIT_MS, NULL, NULL, NULL);
+	DefineCustomBoolVariable(
+		"fencelock.direct_path",
+		"Lets acquire, renew, release and lease-bound writes change or lock a lease row without a "
+		"statement where that is equivalent.",
+		"Off, every change runs its statement: slower, with the same results.",
+		&fencelock_direct_path, true, PGC_SUSET, GUC_NOT_IN_SAMPLE, NULL, NULL, NULL);
 	DefineCustomEnumVariable(
 		"fencelock.log_level",
 		"Server log level for takeovers and rejected stale or unfenced writes.", NULL,

@@ -8,12 +8,16 @@
  */
 #include "postgres.h"
 
+#include "asowner.h"
 #include "catalog/pg_type.h"
 #include "common/pg_prng.h"
 #include "fencelock.h"
+#include "history.h"
+#include "lease.h"
 #include "miscadmin.h"
 #include "settings.h"
 #include "utils/builtins.h"
+#include "utils/timestamp.h"
 
 /* $1 resource, $2 new fence, $3 now, $4 how the earlier grant ended */
 static FlStmt history_close = {
@@ -23,7 +27,7 @@ static FlStmt history_close = {
 	4,
 	{TEXTOID, INT8OID, TIMESTAMPTZOID, TEXTOID}};
 
-/* $1 resource, $2 fence, $3 owner, $4 how it was granted (fl_granted_how_words), $5, $6 */
+/* $1 resource, $2 fence, $3 owner, $4 how it was granted (granted_how_words), $5, $6 */
 static FlStmt history_insert = {
 	"INSERT INTO fencelock.history AS h "
 	" (resource, fence, owner, granted_how, granted_at, expires_at) "
@@ -44,19 +48,40 @@ static FlStmt history_release = {
 	4,
 	{TEXTOID, INT8OID, TIMESTAMPTZOID, TIMESTAMPTZOID}};
 
-/*
- * $1 purge cutoff, $2 now: grants whose lease row purge is about to delete ended by expiring (the
- * same condition as lease.c's purge).
- */
+/* $1 the resources whose lease rows purge deleted: their open grants ended by expiring. */
 static FlStmt history_purged = {
 	"UPDATE fencelock.history AS h SET ended_at = h.expires_at, ended_how = 'expired' "
-	"WHERE h.ended_at IS NULL AND EXISTS (SELECT FROM fencelock.lease AS l "
-	" WHERE l.resource OPERATOR(pg_catalog.=) h.resource "
-	" AND l.expires_at OPERATOR(pg_catalog.<=) $1 AND (l.owner IS NULL OR "
-	"  l.expires_at OPERATOR(pg_catalog.+) COALESCE(l.lock_delay, '0') "
-	"  OPERATOR(pg_catalog.<=) $2))",
-	2,
-	{TIMESTAMPTZOID, TIMESTAMPTZOID}};
+	"WHERE h.ended_at IS NULL AND h.resource OPERATOR(pg_catalog.=) ANY ($1)",
+	1,
+	{TEXTARRAYOID}};
+
+/* $1 resource, $2 the revoke's fence, $3 now: the grants it ended, and the fence it issued */
+static FlStmt history_revoke = {
+	"WITH ended AS (UPDATE fencelock.history AS h SET ended_at = LEAST(h.expires_at, $3), "
+	"  ended_how = 'revoked' "
+	"  WHERE h.resource OPERATOR(pg_catalog.=) $1 AND h.ended_at IS NULL "
+	"   AND h.fence OPERATOR(pg_catalog.<) $2) "
+	"INSERT INTO fencelock.history AS h (resource, fence, owner, granted_how, granted_at, "
+	" expires_at, ended_at, ended_how) VALUES ($1, $2, '', 'revoked', $3, $3, $3, 'revoked') "
+	"ON CONFLICT DO NOTHING",
+	3,
+	{TEXTOID, INT8OID, TIMESTAMPTZOID}};
+
+/*
+ * $1 resource, $2 fence, $3 the session's end, $4 released: the grant's history row, unless
+ * another transaction has it locked.  A released grant ended then; an expired one has its
+ * deadline moved there and is closed by whatever comes next, as any expired grant.
+ */
+static FlStmt history_session_end = {
+	"UPDATE fencelock.history AS h SET "
+	" expires_at = CASE WHEN $4 THEN h.expires_at ELSE LEAST(h.expires_at, $3) END, "
+	" ended_at = CASE WHEN $4 THEN $3 ELSE h.ended_at END, "
+	" ended_how = CASE WHEN $4 THEN 'released' ELSE h.ended_how END "
+	"WHERE h.ctid OPERATOR(pg_catalog.=) ANY (ARRAY("
+	"  SELECT o.ctid FROM fencelock.history AS o WHERE o.resource OPERATOR(pg_catalog.=) $1 "
+	"   AND o.fence OPERATOR(pg_catalog.=) $2 FOR UPDATE OF o SKIP LOCKED))",
+	4,
+	{TEXTOID, INT8OID, TIMESTAMPTZOID, BOOLOID}};
 
 /*
  * $1 oldest granted_at to keep, $2 the most rows to delete: the oldest first, by the index on
@@ -74,14 +99,34 @@ static FlStmt history_prune = {
  * Delete at most `batch` rows older than fencelock.history_retention; returns how many went.  A
  * grant prunes one batch now and then, so that no grant is slow however much history there is.
  */
-int64
-fl_history_prune(TimestampTz now, int64 batch)
+static int64
+history_prune_batch(TimestampTz now, int64 batch)
 {
 	Datum values[2];
 
 	values[0] = TimestampTzGetDatum(now - (int64) fencelock_history_retention_s * USECS_PER_SEC);
 	values[1] = Int64GetDatum(batch);
 	return (int64) fl_run(&history_prune, values, NULL, false);
+}
+
+/* How a lease was granted, in history's words (FlGrantedHow). */
+static const char *
+granted_how_words(char how)
+{
+	switch ((FlGrantedHow) how)
+	{
+		case FL_GRANTED_NEW:
+			return "new";
+		case FL_GRANTED_AFTER_RELEASE:
+			return "after release";
+		case FL_GRANTED_AFTER_EXPIRY:
+			return "after own expiry";
+		case FL_GRANTED_TAKEOVER:
+			return "taken over";
+		case FL_GRANTED_REVOKED:
+			return "revoked";
+	}
+	return "unknown";
 }
 
 void
@@ -98,7 +143,7 @@ fl_history_grant(text *resource, text *owner, FlGrant *g)
 		fl_run(&history_close, values, NULL, false);
 
 	values[2] = PointerGetDatum(owner);
-	values[3] = CStringGetTextDatum(fl_granted_how_words(g->how));
+	values[3] = CStringGetTextDatum(granted_how_words(g->how));
 	values[4] = TimestampTzGetDatum(g->granted_at);
 	values[5] = TimestampTzGetDatum(g->expires_at);
 	fl_run(&history_insert, values, NULL, false);
@@ -108,7 +153,7 @@ fl_history_grant(text *resource, text *owner, FlGrant *g)
 	 * as many rows as grants add in between, so the history drains however large it had grown.
 	 */
 	if ((pg_prng_uint32(&pg_global_prng_state) & 255) == 0)
-		fl_history_prune(g->granted_at, FL_HISTORY_PRUNE_BATCH);
+		history_prune_batch(g->granted_at, FL_HISTORY_PRUNE_BATCH);
 }
 
 void
@@ -123,15 +168,43 @@ fl_history_update(text *resource, int64 fence, TimestampTz now, TimestampTz expi
 	fl_run(released ? &history_release : &history_renew, values, NULL, false);
 }
 
-/* Before purge deletes lease rows: close their grants, and prune all old history, in batches. */
+/*
+ * After purge deleted the lease rows of GONE (a text[], or 0 for none): close their grants, and
+ * prune all old history, in batches.
+ */
 void
-fl_history_purge(TimestampTz cutoff, TimestampTz now)
+fl_history_purge(Datum gone, TimestampTz now)
 {
-	Datum values[2];
+	Datum values[1];
 
-	values[0] = TimestampTzGetDatum(cutoff);
-	values[1] = TimestampTzGetDatum(now);
-	fl_run(&history_purged, values, NULL, false);
-	while (fl_history_prune(now, FL_HISTORY_PURGE_BATCH) == FL_HISTORY_PURGE_BATCH)
+	values[0] = gone;
+	if (gone != (Datum) 0)
+		fl_run(&history_purged, values, NULL, false);
+	while (history_prune_batch(now, FL_HISTORY_PURGE_BATCH) == FL_HISTORY_PURGE_BATCH)
 		CHECK_FOR_INTERRUPTS();
+}
+
+/* A revoke issued FENCE for RESOURCE at NOW: it ended the open grants, and is recorded. */
+void
+fl_history_revoke(text *resource, int64 fence, TimestampTz now)
+{
+	Datum values[3];
+
+	values[0] = PointerGetDatum(resource);
+	values[1] = Int64GetDatum(fence);
+	values[2] = TimestampTzGetDatum(now);
+	fl_run(&history_revoke, values, NULL, false);
+}
+
+/* The grant of FENCE on RESOURCE ended with its session at NOW (RELEASED, or left to expire). */
+void
+fl_history_session_end(Datum resource, Datum fence, TimestampTz now, bool released)
+{
+	Datum values[4];
+
+	values[0] = resource;
+	values[1] = fence;
+	values[2] = TimestampTzGetDatum(now);
+	values[3] = BoolGetDatum(released);
+	fl_run(&history_session_end, values, NULL, false);
 }

@@ -6,8 +6,8 @@
  */
 #include "postgres.h"
 
+#include "args.h"
 #include "catalog/pg_type.h"
-#include "fencelock.h"
 #include "lib/stringinfo.h"
 #include "utils/array.h"
 #include "utils/builtins.h"

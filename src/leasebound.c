@@ -2,8 +2,9 @@
  * leasebound.c — lease-bound writes: a table guarded by a lease checks every write against the
  * lease's latest fence, not against the fence stored in the row.
  *
- * The first lease-bound write of a transaction under a lease reads the lease row with FOR SHARE
- * (as the extension's owner, through asowner.c): a grant updates that row, so no takeover can
+ * The first lease-bound write of a transaction under a lease share-locks the lease's row and reads
+ * its latest fence (fl_lease_lock, as SELECT ... FOR SHARE run as the extension's owner would): a
+ * grant updates that row, so no takeover can
  * commit while this transaction is open, and a takeover that committed first is seen.  The fence
  * shown is then remembered for the rest of the transaction, so later rows under the same lease cost
  * a hash lookup.  fencelock.assert_fence records its fence here too.
@@ -15,26 +16,19 @@
  */
 #include "postgres.h"
 
-#include "access/genam.h"
-#include "access/heapam.h"
-#include "access/table.h"
-#include "access/tableam.h"
 #include "access/xact.h"
-#include "catalog/pg_type.h"
+#include "compat.h"
 #include "fencelock.h"
 #include "leasebound.h"
-#include "leaserow.h"
+#include "leasetable.h"
 #include "miscadmin.h"
 #include "settings.h"
 #include "stats.h"
-#include "utils/acl.h"
 #include "utils/builtins.h"
 #include "utils/hsearch.h"
 #include "utils/lsyscache.h"
-#include "executor/tuptable.h"
 #include "utils/memutils.h"
 #include "utils/rel.h"
-#include "utils/snapmgr.h"
 
 typedef struct ShownFence
 {
@@ -44,17 +38,6 @@ typedef struct ShownFence
 } ShownFence;
 
 static HTAB *shown = NULL;
-
-/*
- * $1 lease: its latest fence and the role of its latest grant, row-locked against grants.  The
- * casts keep the result's types whatever a superuser made of the columns; the direct path reads
- * them only where they have these types (fl_lease_row_readable).
- */
-static FlStmt lease_lock = {"SELECT CAST(l.fence AS pg_catalog.int8), "
-							"CAST(l.holder AS pg_catalog.name) FROM fencelock.lease AS l "
-							"WHERE l.resource OPERATOR(pg_catalog.=) $1 FOR SHARE",
-							1,
-							{TEXTOID}};
 
 static void
 forget(SubTransactionId from)
@@ -188,161 +171,19 @@ refuse_stale(Relation rel, AttrNumber attnum, const char *lease, int64 fence, bo
 
 /*
  * Only a member of the role that took the latest grant (or a superuser) may write under a lease,
- * as only it may call assert_fence: the write row-locks the lease until the transaction ends,
- * which would otherwise let any role that can write the table hold off the holder's renew and
- * release, and a takeover.
+ * as only it may call assert_fence (fl_lease_holder_member): the write row-locks the lease until
+ * the transaction ends, which would otherwise let any role that can write the table hold off the
+ * holder's renew and release, and a takeover.
  */
 static void
 check_may_write(const char *lease, Oid writer, const char *holder)
 {
-	Oid role = holder != NULL ? get_role_oid(holder, true) : InvalidOid;
-
-	if (superuser_arg(writer) || (OidIsValid(role) && has_privs_of_role(writer, role)))
+	if (fl_lease_holder_member(writer, holder))
 		return;
 	ereport(ERROR, (errcode(ERRCODE_INSUFFICIENT_PRIVILEGE),
 					errmsg("permission denied to write under lease \"%s\"", lease),
 					errdetail("Only members of the role that took the lease may write under it."),
 					errhint("Write as the role that called acquire.")));
-}
-
-/* Whether the text in D is KEY, byte for byte (the lease table's key has the "C" collation). */
-static bool
-key_equal(Datum d, text *key)
-{
-	text *t = DatumGetTextPP(d);
-	bool equal = VARSIZE_ANY_EXHDR(t) == VARSIZE_ANY_EXHDR(key) &&
-				 memcmp(VARDATA_ANY(t), VARDATA_ANY(key), VARSIZE_ANY_EXHDR(key)) == 0;
-
-	if ((Pointer) t != DatumGetPointer(d))
-		pfree(t);
-	return equal;
-}
-
-/*
- * The locked version of a lease's row: its fence and holder.  A NULL fence (a superuser's doing)
- * is no fence issued, as lock_lease_row_spi reads it.
- */
-static void
-read_locked_row(TupleTableSlot *slot, const FlLeaseReadLayout *read, bool *found, int64 *latest,
-				NameData *holder, bool *holder_null)
-{
-	bool isnull;
-	Datum d = slot_getattr(slot, read->fence, &isnull);
-
-	if (isnull)
-		return;
-	*found = true;
-	*latest = DatumGetInt64(d);
-	d = slot_getattr(slot, read->holder, holder_null);
-	if (!*holder_null)
-		namestrcpy(holder, NameStr(*DatumGetName(d)));
-}
-
-/*
- * Share-lock the lease's row and read its latest fence and holder, without a statement: an index
- * lookup on the primary key, then a tuple lock on the newest version of the row (waiting for a
- * grant in progress, following a grant that committed meanwhile), as SELECT ... FOR SHARE does in
- * READ COMMITTED.  The executor and SPI cost three times the check itself on a one-row UPDATE.
- * Returns false when the table is not laid out for it (leaserow.c says), or when the row was
- * changed by this same transaction in a way this command does not see: the caller then asks with
- * a statement, which sees all of its own changes.
- */
-static bool
-lock_lease_row(const char *lease, bool *found, int64 *latest, NameData *holder, bool *holder_null)
-{
-	FlLeaseReadLayout read;
-	Relation rel;
-	Relation idx;
-	Snapshot snapshot;
-	TupleTableSlot *slot;
-	text *key;
-	bool done = true;
-
-	*found = false;
-	if (IsInParallelMode())
-		return false;
-	rel = table_open(fl_lease_relid(), RowShareLock);
-	if (!fl_lease_row_readable(rel, &read))
-	{
-		table_close(rel, NoLock);
-		return false;
-	}
-	idx = index_open(read.pkid, AccessShareLock);
-	/*
-	 * A snapshot taken now, with the current command ID, as the statement would take: it shows a
-	 * grant made earlier in this same statement (acquire in the write's VALUES, its SET list or a
-	 * CTE), which the writing statement's own snapshot does not, and any grant committed since.
-	 */
-	snapshot = RegisterSnapshot(GetLatestSnapshot());
-	slot = table_slot_create(rel, NULL);
-	key = cstring_to_text(lease);
-	if (fl_lease_row_fetch(rel, idx, snapshot, key, slot))
-	{
-		ItemPointerData tid = slot->tts_tid;
-		TM_FailureData tmfd;
-
-		switch (table_tuple_lock(rel, &tid, snapshot, slot, GetCurrentCommandId(false),
-								 LockTupleShare, LockWaitBlock, TUPLE_LOCK_FLAG_FIND_LAST_VERSION,
-								 &tmfd))
-		{
-			case TM_Ok:
-			{
-				bool isnull;
-				Datum d = slot_getattr(slot, read.resource, &isnull);
-
-				/*
-				 * A newer version is the row only while it has the same key, as the statement
-				 * checks its condition again on the version it locked.
-				 */
-				if (!tmfd.traversed || (!isnull && key_equal(d, key)))
-					read_locked_row(slot, &read, found, latest, holder, holder_null);
-				break;
-			}
-			case TM_Deleted:
-				/* purged while we looked */
-				break;
-			default:
-				/*
-				 * TM_SelfModified, TM_Invisible: this transaction changed the row after this
-				 * command began (a statement of its own that is still running).  Waiting and
-				 * following the update chain, the lock returns nothing else; whatever it might
-				 * is for the statement too.
-				 */
-				done = false;
-				break;
-		}
-	}
-	pfree(key);
-	ExecDropSingleTupleTableSlot(slot);
-	UnregisterSnapshot(snapshot);
-	index_close(idx, AccessShareLock);
-	table_close(rel, NoLock);
-	return done;
-}
-
-/* The same through a statement, as the extension's owner: any isolation level, own changes. */
-static void
-lock_lease_row_spi(const char *lease, bool *found, int64 *latest, NameData *holder,
-				   bool *holder_null)
-{
-	FlSession session;
-	Datum values[1];
-	bool isnull = true;
-
-	values[0] = PointerGetDatum(cstring_to_text(lease));
-	fl_begin(&session);
-	*found = false;
-	if (fl_run(&lease_lock, values, NULL, false) == 1)
-	{
-		Datum d;
-
-		*latest = fl_get_int64(0, 1, &isnull);
-		*found = !isnull;
-		d = SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 2, holder_null);
-		if (!*holder_null)
-			namestrcpy(holder, NameStr(*DatumGetName(d)));
-	}
-	fl_end(&session);
 }
 
 void
@@ -359,13 +200,10 @@ fl_check_lease_write(Relation rel, AttrNumber attnum, const char *lease, int64 f
 
 	if (strlen(lease) <= FENCELOCK_MAX_RESOURCE_LEN)
 	{
-		/*
-		 * A transaction snapshot must see a grant committed after it as a serialization failure,
-		 * which the statement reports; READ COMMITTED takes the direct path.
-		 */
-		if (IsolationUsesXactSnapshot() ||
-			!lock_lease_row(lease, &found, &latest, &holder, &holder_null))
-			lock_lease_row_spi(lease, &found, &latest, &holder, &holder_null);
+		text *key = cstring_to_text(lease);
+
+		fl_lease_lock(key, &found, &latest, &holder, &holder_null);
+		pfree(key);
 		if (found && fence == latest)
 			check_may_write(lease, GetUserId(), holder_null ? NULL : NameStr(holder));
 	}

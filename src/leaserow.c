@@ -1,16 +1,18 @@
 /*
- * leaserow.c — a lease's row found and changed directly, without a statement.
+ * leaserow.c — fencelock.lease as this backend knows it, and a lease's row found, locked and
+ * changed directly, without a statement.
  *
  * acquire, renew and release each change the one row of fencelock.lease that the resource's
  * primary key finds.  Through SPI, starting the executor and building the grant's expressions
  * cost more than finding and changing the row (doc/bench.md).  Here the row is found with an
- * index lookup, the rule of lease.c's statement is evaluated in C, and the new version is written
- * with heap_update, with the outcome those UPDATE statements have in READ COMMITTED:
+ * index lookup, the lease rule (leasetable.c, handed in as a callback) is applied to its values,
+ * and the new version is written with heap_update, with the outcome the rule's UPDATE statements
+ * have in READ COMMITTED:
  *
  *   - the row is read with a snapshot taken now; when the rule refuses it (another owner holds
  *     the lease), nothing is locked or written;
  *   - heap_update waits for a transaction that is changing the row; when that one committed a
- *     newer version, it returns without keeping any lock, and the rule is evaluated again on the
+ *     newer version, it returns without keeping any lock, and the rule is applied again on the
  *     newest version, as UPDATE re-checks it.  A call that loses the race keeps no lock, which
  *     the statements need a subtransaction for (fl_run_or_undo);
  *   - a new version that is not heap-only gets its primary-key entry, as the executor inserts.
@@ -25,11 +27,15 @@
  * = does (a superuser may give it a nondeterministic one).  The statements run as the table's
  * owner through the executor, so the direct path also needs that role's SELECT and UPDATE on the
  * table, and no ExecutorCheckPerms_hook (checked at each call).  A row that does not exist yet is
- * inserted by lease.c's statement.  Checks the executor makes before an UPDATE whatever the
- * table's layout are made here too (a publication's replica identity).
+ * inserted by the statement.  Checks the executor makes before an UPDATE whatever the table's
+ * layout are made here too (a publication's replica identity).
  *
- * leasebound.c reads a lease row directly by the same rules (fl_lease_row_readable), for fewer of
- * them: a read is not changed by triggers, rules, constraints or type modifiers.
+ * A lease-bound write's share lock on a lease row is taken directly by the same rules
+ * (fl_lease_row_lock_share), for fewer of them: a read is not changed by triggers, rules,
+ * constraints or type modifiers.
+ *
+ * The layout is this backend's one cache of the lease table: found by the OID asowner.c has
+ * checked, forgotten at any invalidation of its relcache entry.
  */
 #include "postgres.h"
 
@@ -39,14 +45,15 @@
 #include "access/table.h"
 #include "access/tableam.h"
 #include "access/xact.h"
+#include "asowner.h"
 #include "catalog/index.h"
 #include "catalog/pg_am.h"
 #include "catalog/pg_collation.h"
 #include "catalog/pg_opfamily.h"
 #include "catalog/pg_type.h"
 #include "common/int.h"
+#include "compat.h"
 #include "executor/executor.h"
-#include "fencelock.h"
 #include "leaserow.h"
 #include "miscadmin.h"
 #include "utils/acl.h"
@@ -263,23 +270,9 @@ owner_may_lock(Relation rel)
 				(ACL_SELECT | ACL_UPDATE));
 }
 
-bool
-fl_lease_row_readable(Relation rel, FlLeaseReadLayout *read)
-{
-	layout_current(rel);
-	if (!layout.readable || !owner_may_lock(rel))
-		return false;
-	read->pkid = layout.pkid;
-	read->resource = layout.att[COL_RESOURCE];
-	read->fence = layout.att[COL_FENCE];
-	read->holder = layout.att[COL_HOLDER];
-	return true;
-}
-
 /* The visible version of a resource's row, into slot; false when it has none. */
-bool
-fl_lease_row_fetch(Relation rel, Relation idx, Snapshot snapshot, text *resource,
-				   TupleTableSlot *slot)
+static bool
+row_fetch(Relation rel, Relation idx, Snapshot snapshot, text *resource, TupleTableSlot *slot)
 {
 	ScanKeyData key;
 	IndexScanDesc scan;
@@ -298,19 +291,21 @@ fl_lease_row_fetch(Relation rel, Relation idx, Snapshot snapshot, text *resource
  * Whether a row's owner is OWNER: the statements' = on text, with the owner column's collation;
  * for a deterministic one (the install's), what texteq does with it: compare the bytes.
  */
-static bool
-owner_equal(Datum a, text *owner)
+bool
+fl_lease_row_owner_is(const FlLeaseRow *row, text *owner)
 {
 	text *t;
 	bool equal;
 
+	if (row->owner_null)
+		return false;
 	if (!layout.owner_deterministic)
-		return DatumGetBool(
-			DirectFunctionCall2Coll(texteq, layout.owner_collation, a, PointerGetDatum(owner)));
-	t = DatumGetTextPP(a);
+		return DatumGetBool(DirectFunctionCall2Coll(texteq, layout.owner_collation, row->owner,
+													PointerGetDatum(owner)));
+	t = DatumGetTextPP(row->owner);
 	equal = VARSIZE_ANY_EXHDR(t) == VARSIZE_ANY_EXHDR(owner) &&
 			memcmp(VARDATA_ANY(t), VARDATA_ANY(owner), VARSIZE_ANY_EXHDR(owner)) == 0;
-	if ((Pointer) t != DatumGetPointer(a))
+	if ((Pointer) t != DatumGetPointer(row->owner))
 		pfree(t);
 	return equal;
 }
@@ -341,96 +336,41 @@ set_column(Datum *values, bool *isnull, FlLeaseColumn c, Datum value, bool null)
 	}
 }
 
-/*
- * Apply the change's rule to a row (values/isnull, changed in place).  Returns false when the
- * rule refuses the row.  The rules are those of lease.c's statements: SAME_LIVE_OWNER, and for a
- * grant GRANT_WHERE_V2 (lock_delay, a session that ended) or the 0.1.0 rule.
- */
-static bool
-apply_rule(FlRowChange *c, Datum *values, bool *isnull)
+/* The values the rule reads, from a row's columns. */
+static void
+row_read(FlLeaseRow *row, const Datum *values, const bool *isnull)
 {
-	bool owner_null, expires_null, null;
-	Datum owner = column(values, isnull, COL_OWNER, &owner_null);
-	TimestampTz expires =
-		DatumGetTimestampTz(column(values, isnull, COL_EXPIRES_AT, &expires_null));
-	int64 fence = DatumGetInt64(column(values, isnull, COL_FENCE, &null));
-	bool same_owner = !owner_null && owner_equal(owner, c->owner);
-	bool same_live = same_owner && !expires_null && expires > c->now;
-	TimestampTz deadline = expires;
+	bool null;
 
-	c->fence = fence;
-	if (c->op != FL_ROW_GRANT)
-	{
-		if (!same_live)
-			return false;
-		set_column(values, isnull, COL_EXPIRES_AT, TimestampTzGetDatum(c->expires), false);
-		if (c->op == FL_ROW_RELEASE)
-			set_column(values, isnull, COL_OWNER, (Datum) 0, true);
-		return true;
-	}
+	memset(row, 0, sizeof(*row));
+	row->owner = column(values, isnull, COL_OWNER, &row->owner_null);
+	row->expires = DatumGetTimestampTz(column(values, isnull, COL_EXPIRES_AT, &row->expires_null));
+	row->fence = DatumGetInt64(column(values, isnull, COL_FENCE, &null));
+	row->how = DatumGetChar(column(values, isnull, COL_GRANTED_HOW, &row->how_null));
+	row->lock_delay = column(values, isnull, COL_LOCK_DELAY, &row->lock_delay_null);
+	row->session = DatumGetInt64(column(values, isnull, COL_SESSION_ID, &row->session_null));
+}
 
-	/*
-	 * A grant: is the row free for this owner?  Only another owner's row needs its deadline with
-	 * lock_delay added, which may be out of range: the statement evaluates the sum only then.
-	 */
-	if (!owner_null && !same_owner)
-	{
-		if (c->v2 && !expires_null)
-		{
-			Datum delay = column(values, isnull, COL_LOCK_DELAY, &null);
-
-			if (!null)
-				deadline = DatumGetTimestampTz(DirectFunctionCall2(
-					timestamptz_pl_interval, TimestampTzGetDatum(expires), delay));
-		}
-		if (expires_null || deadline > c->now)
-		{
-			Datum session = column(values, isnull, COL_SESSION_ID, &null);
-
-			if (!c->v2 || null || fl_session_alive(DatumGetInt64(session)))
-			{
-				c->holder_expires = expires_null ? 0 : deadline;
-				return false;
-			}
-		}
-	}
-
-	if (same_live)
-	{
-		/* The same owner's live lease keeps its fence, start and how it was granted. */
-		Datum how = column(values, isnull, COL_GRANTED_HOW, &null);
-
-		c->is_new = false;
-		c->how = null ? FL_GRANTED_NEW : DatumGetChar(how);
-	}
-	else
-	{
-		if (pg_add_s64_overflow(Max(fence, c->base), 1, &c->fence))
-			ereport(ERROR,
-					(errcode(ERRCODE_NUMERIC_VALUE_OUT_OF_RANGE), errmsg("bigint out of range")));
-		c->is_new = true;
-		c->how = owner_null   ? FL_GRANTED_AFTER_RELEASE
-				 : same_owner ? FL_GRANTED_AFTER_EXPIRY
-							  : FL_GRANTED_TAKEOVER;
-		set_column(values, isnull, COL_FENCE, Int64GetDatum(c->fence), false);
-		set_column(values, isnull, COL_ACQUIRED_AT, TimestampTzGetDatum(c->now), false);
-	}
-	set_column(values, isnull, COL_OWNER, PointerGetDatum(c->owner), false);
-	set_column(values, isnull, COL_EXPIRES_AT, TimestampTzGetDatum(c->expires), false);
-	set_column(values, isnull, COL_HOLDER, NameGetDatum(c->holder), false);
-	if (c->v2)
-	{
-		set_column(values, isnull, COL_GRANTED_HOW, CharGetDatum(c->how), false);
-		set_column(values, isnull, COL_LOCK_DELAY, IntervalPGetDatum(c->lock_delay), false);
-		set_column(values, isnull, COL_SESSION_ID, Int64GetDatum(c->session), c->session == 0);
-	}
-	else
-	{
-		/* The 0.1.0 functions report every grant as new. */
-		c->is_new = true;
-		c->how = FL_GRANTED_NEW;
-	}
-	return true;
+/* What the rule set, into the row's columns. */
+static void
+row_write(const FlLeaseRow *row, Datum *values, bool *isnull)
+{
+	if (row->set & FL_SET_OWNER)
+		set_column(values, isnull, COL_OWNER, row->owner, row->owner_null);
+	if (row->set & FL_SET_EXPIRES)
+		set_column(values, isnull, COL_EXPIRES_AT, TimestampTzGetDatum(row->expires), false);
+	if (row->set & FL_SET_FENCE)
+		set_column(values, isnull, COL_FENCE, Int64GetDatum(row->fence), false);
+	if (row->set & FL_SET_ACQUIRED_AT)
+		set_column(values, isnull, COL_ACQUIRED_AT, TimestampTzGetDatum(row->acquired_at), false);
+	if (row->set & FL_SET_HOLDER)
+		set_column(values, isnull, COL_HOLDER, NameGetDatum(row->holder), false);
+	if (row->set & FL_SET_HOW)
+		set_column(values, isnull, COL_GRANTED_HOW, CharGetDatum(row->how), row->how_null);
+	if (row->set & FL_SET_LOCK_DELAY)
+		set_column(values, isnull, COL_LOCK_DELAY, row->lock_delay, row->lock_delay_null);
+	if (row->set & FL_SET_SESSION)
+		set_column(values, isnull, COL_SESSION_ID, Int64GetDatum(row->session), row->session_null);
 }
 
 /* Write the new version of the row in slot; false when a concurrent change got there first. */
@@ -480,7 +420,7 @@ write_row(Relation rel, Relation idx, TupleTableSlot *slot, Datum *values, bool 
 }
 
 FlRowResult
-fl_lease_row_change(FlRowChange *c)
+fl_lease_row_change(text *resource, bool need_v2, FlRowRule rule, void *arg)
 {
 	FlRowResult result = FL_ROW_USE_SQL;
 	Relation rel;
@@ -495,7 +435,7 @@ fl_lease_row_change(FlRowChange *c)
 
 	rel = table_open(fl_lease_relid(), RowExclusiveLock);
 	layout_current(rel);
-	if (!layout.direct || (c->op == FL_ROW_GRANT && c->v2 && !layout.v2) || !owner_may_lock(rel))
+	if (!layout.direct || (need_v2 && !layout.v2) || !owner_may_lock(rel))
 	{
 		table_close(rel, RowExclusiveLock);
 		return FL_ROW_USE_SQL;
@@ -514,8 +454,9 @@ fl_lease_row_change(FlRowChange *c)
 	for (int attempt = 0; attempt < FL_ROW_ATTEMPTS; attempt++)
 	{
 		Snapshot snapshot = RegisterSnapshot(GetLatestSnapshot());
-		bool found = fl_lease_row_fetch(rel, idx, snapshot, c->resource, slot);
+		bool found = row_fetch(rel, idx, snapshot, resource, slot);
 		bool self_modified = false;
+		FlLeaseRow row;
 
 		UnregisterSnapshot(snapshot);
 		if (!found)
@@ -532,11 +473,13 @@ fl_lease_row_change(FlRowChange *c)
 			break;
 		memcpy(values, slot->tts_values, sizeof(Datum) * slot->tts_nvalid);
 		memcpy(isnull, slot->tts_isnull, sizeof(bool) * slot->tts_nvalid);
-		if (!apply_rule(c, values, isnull))
+		row_read(&row, values, isnull);
+		if (!rule(&row, arg))
 		{
 			result = FL_ROW_REFUSED;
 			break;
 		}
+		row_write(&row, values, isnull);
 		if (write_row(rel, idx, slot, values, isnull, &self_modified))
 		{
 			result = FL_ROW_CHANGED;
@@ -545,8 +488,6 @@ fl_lease_row_change(FlRowChange *c)
 		ExecClearTuple(slot);
 		if (self_modified)
 			break; /* changed by this transaction in a way the statement reports */
-		c->is_new = false;
-		c->holder_expires = 0;
 	}
 
 	pfree(values);
@@ -555,4 +496,132 @@ fl_lease_row_change(FlRowChange *c)
 	index_close(idx, NoLock);
 	table_close(rel, NoLock);
 	return result;
+}
+
+/* Whether the text in D is KEY, byte for byte (the lease table's key has the "C" collation). */
+static bool
+key_equal(Datum d, text *key)
+{
+	text *t = DatumGetTextPP(d);
+	bool equal = VARSIZE_ANY_EXHDR(t) == VARSIZE_ANY_EXHDR(key) &&
+				 memcmp(VARDATA_ANY(t), VARDATA_ANY(key), VARSIZE_ANY_EXHDR(key)) == 0;
+
+	if ((Pointer) t != DatumGetPointer(d))
+		pfree(t);
+	return equal;
+}
+
+/*
+ * The locked version of a lease's row: its fence and holder.  A NULL fence (a superuser's doing)
+ * is no fence issued, as the statement's reader (leasetable.c) takes it.
+ */
+static void
+read_locked_row(TupleTableSlot *slot, bool *found, int64 *fence, NameData *holder,
+				bool *holder_null)
+{
+	bool isnull;
+	Datum d = slot_getattr(slot, layout.att[COL_FENCE], &isnull);
+
+	if (isnull)
+		return;
+	*found = true;
+	*fence = DatumGetInt64(d);
+	d = slot_getattr(slot, layout.att[COL_HOLDER], holder_null);
+	if (!*holder_null)
+		namestrcpy(holder, NameStr(*DatumGetName(d)));
+}
+
+/*
+ * An index lookup on the primary key, then a tuple lock on the newest version of the row (waiting
+ * for a grant in progress, following a grant that committed meanwhile), as SELECT ... FOR SHARE
+ * does in READ COMMITTED.  The executor and SPI cost three times the check itself on a one-row
+ * UPDATE.  Returns false when the table is not laid out for it, or when the row was changed by
+ * this same transaction in a way this command does not see: the caller then asks with a
+ * statement, which sees all of its own changes.
+ */
+bool
+fl_lease_row_lock_share(text *resource, bool *found, int64 *fence, NameData *holder,
+						bool *holder_null)
+{
+	Relation rel;
+	Relation idx;
+	Snapshot snapshot;
+	TupleTableSlot *slot;
+	bool done = true;
+
+	*found = false;
+	/* A read-only transaction: the statement's FOR SHARE raises the error (25006). */
+	if (XactReadOnly || IsInParallelMode())
+		return false;
+	rel = table_open(fl_lease_relid(), RowShareLock);
+	layout_current(rel);
+	if (!layout.readable || !owner_may_lock(rel))
+	{
+		table_close(rel, NoLock);
+		return false;
+	}
+	idx = index_open(layout.pkid, AccessShareLock);
+	/*
+	 * A snapshot taken now, with the current command ID, as the statement would take: it shows a
+	 * grant made earlier in this same statement (acquire in the write's VALUES, its SET list or a
+	 * CTE), which the writing statement's own snapshot does not, and any grant committed since.
+	 */
+	snapshot = RegisterSnapshot(GetLatestSnapshot());
+	slot = table_slot_create(rel, NULL);
+	if (row_fetch(rel, idx, snapshot, resource, slot))
+	{
+		ItemPointerData tid = slot->tts_tid;
+		TM_FailureData tmfd;
+
+		switch (table_tuple_lock(rel, &tid, snapshot, slot, GetCurrentCommandId(false),
+								 LockTupleShare, LockWaitBlock, TUPLE_LOCK_FLAG_FIND_LAST_VERSION,
+								 &tmfd))
+		{
+			case TM_Ok:
+			{
+				bool isnull;
+				Datum d = slot_getattr(slot, layout.att[COL_RESOURCE], &isnull);
+
+				/*
+				 * A newer version is the row only while it has the same key, as the statement
+				 * checks its condition again on the version it locked.
+				 */
+				if (!tmfd.traversed || (!isnull && key_equal(d, resource)))
+					read_locked_row(slot, found, fence, holder, holder_null);
+				break;
+			}
+			case TM_Deleted:
+				/* purged while we looked */
+				break;
+			default:
+				/*
+				 * TM_SelfModified, TM_Invisible: this transaction changed the row after this
+				 * command began (a statement of its own that is still running).  Waiting and
+				 * following the update chain, the lock returns nothing else; whatever it might
+				 * is for the statement too.
+				 */
+				done = false;
+				break;
+		}
+	}
+	ExecDropSingleTupleTableSlot(slot);
+	UnregisterSnapshot(snapshot);
+	index_close(idx, AccessShareLock);
+	table_close(rel, NoLock);
+	return done;
+}
+
+bool
+fl_lease_table_has_sessions(void)
+{
+	Oid relid = fl_lease_relid();
+
+	if (!layout.valid || layout.relid != relid)
+	{
+		Relation rel = table_open(relid, AccessShareLock);
+
+		layout_current(rel);
+		table_close(rel, AccessShareLock);
+	}
+	return layout.att[COL_SESSION_ID] != InvalidAttrNumber;
 }

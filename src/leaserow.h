@@ -1,23 +1,17 @@
 /*
- * leaserow.h — a lease's row found and changed directly (leaserow.c).
+ * leaserow.h — fencelock.lease as this backend knows it (its layout, cached), and a lease's row
+ * found, locked and changed directly, without a statement (leaserow.c).  What a change does is the
+ * lease rule's (leasetable.c), handed in as a callback.
  */
 #ifndef FENCELOCK_LEASEROW_H
 #define FENCELOCK_LEASEROW_H
 
 #include "postgres.h"
 
-#include "executor/tuptable.h"
-#include "fencelock.h"
-#include "utils/rel.h"
-#include "utils/snapshot.h"
+#include "datatype/timestamp.h"
+#include "utils/relcache.h"
 
-typedef enum FlRowOp
-{
-	FL_ROW_GRANT,
-	FL_ROW_RENEW,
-	FL_ROW_RELEASE
-} FlRowOp;
-
+/* The outcome of a direct change. */
 typedef enum FlRowResult
 {
 	FL_ROW_CHANGED, /* the rule allowed the change, and it is made */
@@ -26,44 +20,59 @@ typedef enum FlRowResult
 	FL_ROW_USE_SQL  /* not equivalent here: run the statement instead */
 } FlRowResult;
 
-typedef struct FlRowChange
-{
-	/* what to do */
-	FlRowOp op;
-	text *resource;
-	text *owner;
-	TimestampTz now;
-	TimestampTz expires; /* the new deadline; now for a release */
-	/* a grant's */
-	bool v2;              /* FL_API_0_2 rules: lock_delay, how, sessions */
-	int64 base;           /* fl_timeline_base() */
-	Name holder;          /* the caller's role */
-	Interval *lock_delay; /* the caller's fencelock.lock_delay */
-	int64 session;        /* fl_grant_session */
-	/* what happened */
-	int64 fence;                /* the row's fence after the change */
-	bool is_new;                /* a grant with a new fence */
-	char how;                   /* an FlGrantedHow */
-	TimestampTz holder_expires; /* refused grant: when the holder's lease runs out, 0 unknown */
-} FlRowChange;
-
-extern FlRowResult fl_lease_row_change(FlRowChange *c);
-
-/* Where leasebound.c finds what it reads of a lease row (attribute numbers) and the row itself. */
-typedef struct FlLeaseReadLayout
-{
-	Oid pkid; /* the primary key on resource */
-	AttrNumber resource;
-	AttrNumber fence;
-	AttrNumber holder;
-} FlLeaseReadLayout;
+/* What a change may set: FlLeaseRow.set. */
+#define FL_SET_OWNER       (1 << 0)
+#define FL_SET_EXPIRES     (1 << 1)
+#define FL_SET_FENCE       (1 << 2)
+#define FL_SET_ACQUIRED_AT (1 << 3)
+#define FL_SET_HOLDER      (1 << 4)
+#define FL_SET_HOW         (1 << 5)
+#define FL_SET_LOCK_DELAY  (1 << 6)
+#define FL_SET_SESSION     (1 << 7)
 
 /*
- * Whether reading REL (fencelock.lease, opened by the caller) directly, by its primary key, equals
- * a SELECT of fence and holder FOR SHARE run as the extension's owner; fills *read if so.
+ * A lease row's values as the rule reads them; the rule changes some of them and says which in
+ * `set`.  A column the table does not have reads as NULL and is not written.
  */
-extern bool fl_lease_row_readable(Relation rel, FlLeaseReadLayout *read);
-extern bool fl_lease_row_fetch(Relation rel, Relation idx, Snapshot snapshot, text *resource,
-							   TupleTableSlot *slot);
+typedef struct FlLeaseRow
+{
+	Datum owner; /* text */
+	bool owner_null;
+	TimestampTz expires;
+	bool expires_null;
+	int64 fence;
+	TimestampTz acquired_at;
+	Name holder;
+	char how;
+	bool how_null;
+	Datum lock_delay; /* Interval * */
+	bool lock_delay_null;
+	int64 session;
+	bool session_null;
+	int set; /* FL_SET_* */
+} FlLeaseRow;
+
+/* The rule of a change: false when it refuses ROW; otherwise it changed ROW. */
+typedef bool (*FlRowRule)(FlLeaseRow *row, void *arg);
+
+/*
+ * Change RESOURCE's row directly by RULE where that is equivalent to the statement (leaserow.c's
+ * header says when).  NEED_V2: the rule writes granted_how and lock_delay, which the table must
+ * then have.  RULE may be called more than once (a concurrent change replaced the row).
+ */
+extern FlRowResult fl_lease_row_change(text *resource, bool need_v2, FlRowRule rule, void *arg);
+
+/* Whether a row's owner is OWNER, compared as the statements' = does (the column's collation). */
+extern bool fl_lease_row_owner_is(const FlLeaseRow *row, text *owner);
+
+/*
+ * Share-lock RESOURCE's row and read its latest fence and holder directly, as SELECT ... FOR
+ * SHARE does in READ COMMITTED; false when that is not equivalent here (then ask a statement).
+ */
+extern bool fl_lease_row_lock_share(text *resource, bool *found, int64 *fence, NameData *holder,
+									bool *holder_null);
+
+/* Whether this database's lease table has session_id (0.3.0 on): the grant's statements differ. */
+extern bool fl_lease_table_has_sessions(void);
 
 #endif /* FENCELOCK_LEASEROW_H */

@@ -27,8 +27,8 @@
 #include "postgres.h"
 
 #include "access/xact.h"
+#include "compat.h"
 #include "executor/executor.h"
-#include "fencelock.h"
 #include "mergeguard.h"
 #include "nodes/parsenodes.h"
 #include "nodes/plannodes.h"

@@ -13,8 +13,8 @@
 #include "postgres.h"
 
 #include "commands/async.h"
-#include "fencelock.h"
 #include "lib/stringinfo.h"
+#include "notify.h"
 #include "settings.h"
 #include "utils/builtins.h"
 #include "utils/json.h"

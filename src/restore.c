@@ -16,28 +16,14 @@
  */
 #include "postgres.h"
 
+#include "args.h"
 #include "catalog/pg_type.h"
-#include "fencelock.h"
+#include "leasetable.h"
 #include "utils/builtins.h"
 #include "utils/timestamp.h"
 #include "waitqueue.h"
 
 PG_FUNCTION_INFO_V1(fencelock_raise_fences);
-
-/* $1 above, $2 now: revoke every lease below the bound, at the bound */
-static FlStmt raise_leases = {
-	"UPDATE fencelock.lease AS l SET fence = $1, owner = NULL, acquired_at = $2, expires_at = $2, "
-	" granted_how = 'v', lock_delay = NULL, session_id = NULL "
-	"WHERE l.fence OPERATOR(pg_catalog.<) $1 RETURNING l.resource",
-	2,
-	{INT8OID, TIMESTAMPTZOID}};
-
-/* $1 above: the floor a resource without a lease row starts above */
-static FlStmt raise_floor = {
-	"INSERT INTO fencelock.fence_floor AS f (id, floor) VALUES (true, $1) "
-	"ON CONFLICT (id) DO UPDATE SET floor = GREATEST(f.floor, excluded.floor)",
-	1,
-	{INT8OID}};
 
 #define ABOVE_HINT                                                                                 \
 	"Pass the highest fence the cluster the dump came from can have issued, e.g. "                 \
@@ -47,9 +33,7 @@ Datum
 fencelock_raise_fences(PG_FUNCTION_ARGS)
 {
 	int64 above;
-	Datum values[2];
-	FlSession session;
-	uint64 raised;
+	int64 raised;
 
 	fl_arg_not_null(fcinfo, 0, "above", ABOVE_HINT);
 	above = PG_GETARG_INT64(0);
@@ -61,21 +45,9 @@ fencelock_raise_fences(PG_FUNCTION_ARGS)
 						errmsg("above must be less than " INT64_FORMAT, PG_INT64_MAX),
 						errdetail("No fence could be issued above it."), errhint(ABOVE_HINT)));
 
-	values[0] = Int64GetDatum(above);
-	values[1] = TimestampTzGetDatum(GetCurrentTimestamp());
-	fl_begin(&session);
-	raised = fl_run(&raise_leases, values, NULL, false);
 	/* Waiters of a freed lease may try now; their grants wait for this transaction's row locks. */
-	for (uint64 r = 0; r < raised; r++)
-	{
-		bool isnull;
-		Datum resource = SPI_getbinval(SPI_tuptable->vals[r], SPI_tuptable->tupdesc, 1, &isnull);
-
-		fl_queue_wake(DatumGetTextPP(resource));
-	}
-	fl_run(&raise_floor, values, NULL, false);
-	fl_end(&session);
+	raised = fl_lease_raise(above, fl_queue_wake);
 	/* As for a grant: a crash must not lose the raise while fences above it go out. */
 	fl_commit_durably();
-	PG_RETURN_INT64((int64) raised);
+	PG_RETURN_INT64(raised);
 }

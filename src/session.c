@@ -4,15 +4,13 @@
  *   SELECT fencelock.acquire('leader', 'node-1', '30 s', wait => '0', session => true);
  *
  * A session-bound lease carries the id of the backend session that took it (lease.session_id).
- * Session ids live in shared memory, one slot per PGPROC, so only a preloaded library can bind a
- * lease to a session.  An id is the slot number in its low bits and a serial above it; the serial
- * starts from the clock at every start of the server, so an id of a session from before a restart
- * (or from a dumped cluster) matches no live session.  The TTL still applies: a session that hangs
+ * Session ids live in shared memory, one slot per PGPROC (sessionslot.c), so only a preloaded
+ * library can bind a lease to a session.  The TTL still applies: a session that hangs
  * loses its lease when the lease expires.
  *
  * The rule is liveness: a grant treats a lease whose session is not alive as free
  * (fencelock.session_alive in the grant's WHERE clause, fl_session_alive on the direct path in
- * leaserow.c, and the leases view), so the lease row itself need not change when a session ends.
+ * leasetable.c, and the leases view), so the lease row itself need not change when a session ends.
  * That is what makes a session's end safe to handle in an exit callback, where nothing may wait
  * (interrupts are held off: pg_terminate_backend and lock_timeout cannot end a wait there, and a
  * shutdown waits for the backend) and where an ERROR becomes FATAL (elog.c does that once
@@ -50,13 +48,18 @@
 
 #include "access/xact.h"
 #include "access/xlog.h"
+#include "asowner.h"
 #include "catalog/namespace.h"
 #include "catalog/pg_database.h"
 #include "catalog/pg_type.h"
 #include "count.h"
-#include "fencelock.h"
+#include "history.h"
+#include "leasetable.h"
 #include "miscadmin.h"
+#include "notify.h"
 #include "port/atomics.h"
+#include "session.h"
+#include "sessionslot.h"
 #include "settings.h"
 #include "stats.h"
 #include "storage/ipc.h"
@@ -75,38 +78,6 @@
 #include "utils/timestamp.h"
 #include "waitqueue.h"
 
-PG_FUNCTION_INFO_V1(fencelock_session_alive);
-
-/* Slot numbers fit in the low bits of an id: MaxBackends is at most 2^18 - 1. */
-#define FL_SESSION_SLOT_BITS 18
-#define FL_SESSION_SLOT_MASK ((UINT64CONST(1) << FL_SESSION_SLOT_BITS) - 1)
-
-/*
- * One slot per PGPROC, written by its own backend only, read by anyone (locking: shmem.c's
- * header).  The record of ended sessions, written by the slot's backend at exit and read by
- * grants: the ended sessions of this slot with ids from ended_first to ended_last (ids of one
- * slot grow with time) still count as alive until held_until, their lock_delay.  When a session
- * ends while the record of an earlier one is still running, the record is widened to cover both,
- * till the later of the two ends: that may hold the earlier one's leases longer, never shorter.
- */
-typedef struct FlSessionSlot
-{
-	pg_atomic_uint64 live; /* the id of the session in this slot; 0 when none */
-	slock_t mutex;
-	uint64 ended_first;
-	uint64 ended_last;
-	TimestampTz held_until; /* 0: no record */
-} FlSessionSlot;
-
-typedef struct FlSessions
-{
-	pg_atomic_uint64 next_serial;
-	int nslots;
-	FlSessionSlot slots[FLEXIBLE_ARRAY_MEMBER];
-} FlSessions;
-
-static FlSessions *fl_sessions = NULL;
-
 /*
  * This backend's session id (0 until its first session-bound grant), what it bound, and the
  * largest lock_delay of those grants (microseconds).
@@ -119,128 +90,13 @@ static int64 my_session_lock_delay = 0;
 int64 fl_grant_session = 0;
 
 /*
- * $1 resources this session bound, $2 its id, $3 the session's end: what it still holds and no
- * other transaction has locked.  A lease granted with a lock_delay keeps its owner and expires now
- * (unbound, so that the grant's expiry rule applies the delay); any other is released.  Returns
- * whether each was released.
- */
-static FlStmt session_release = {
-	"UPDATE fencelock.lease AS l SET session_id = NULL, expires_at = $3, "
-	" owner = CASE WHEN COALESCE(l.lock_delay, '0') OPERATOR(pg_catalog.>) '0' THEN l.owner END "
-	"WHERE l.ctid OPERATOR(pg_catalog.=) ANY (ARRAY("
-	"  SELECT o.ctid FROM fencelock.lease AS o "
-	"  WHERE o.resource OPERATOR(pg_catalog.=) ANY ($1) "
-	"   AND o.session_id OPERATOR(pg_catalog.=) $2 AND o.owner IS NOT NULL "
-	"   AND o.expires_at OPERATOR(pg_catalog.>) $3 FOR UPDATE OF o SKIP LOCKED)) "
-	" AND l.session_id OPERATOR(pg_catalog.=) $2 "
-	"RETURNING l.resource, l.fence, l.holder, l.owner IS NULL",
-	3,
-	{TEXTARRAYOID, INT8OID, TIMESTAMPTZOID}};
-
-/*
- * $1 resource, $2 fence, $3 the session's end, $4 released: the grant's history row, unless
- * another transaction has it locked.  A released grant ended then; an expired one has its
- * deadline moved there and is closed by whatever comes next, as any expired grant.
- */
-static FlStmt session_history = {
-	"UPDATE fencelock.history AS h SET "
-	" expires_at = CASE WHEN $4 THEN h.expires_at ELSE LEAST(h.expires_at, $3) END, "
-	" ended_at = CASE WHEN $4 THEN $3 ELSE h.ended_at END, "
-	" ended_how = CASE WHEN $4 THEN 'released' ELSE h.ended_how END "
-	"WHERE h.ctid OPERATOR(pg_catalog.=) ANY (ARRAY("
-	"  SELECT o.ctid FROM fencelock.history AS o WHERE o.resource OPERATOR(pg_catalog.=) $1 "
-	"   AND o.fence OPERATOR(pg_catalog.=) $2 FOR UPDATE OF o SKIP LOCKED))",
-	4,
-	{TEXTOID, INT8OID, TIMESTAMPTZOID, BOOLOID}};
-
-/* nslots: one per PGPROC (shmem.c) */
-Size
-fl_session_shmem_size(int nslots)
-{
-	return add_size(offsetof(FlSessions, slots), mul_size(nslots, sizeof(FlSessionSlot)));
-}
-
-/* Attach, and initialise when created; the caller holds AddinShmemInitLock.  No LWLock. */
-void
-fl_session_shmem_attach(int nslots)
-{
-	bool found;
-
-	fl_sessions = ShmemInitStruct("fencelock sessions", fl_session_shmem_size(nslots), &found);
-	if (!found)
-	{
-		/* Milliseconds since 2000: above every serial handed out before this start. */
-		pg_atomic_init_u64(&fl_sessions->next_serial, (uint64) (GetCurrentTimestamp() / 1000) + 1);
-		fl_sessions->nslots = nslots;
-		for (int i = 0; i < fl_sessions->nslots; i++)
-		{
-			FlSessionSlot *s = &fl_sessions->slots[i];
-
-			pg_atomic_init_u64(&s->live, 0);
-			SpinLockInit(&s->mutex);
-			s->ended_first = 0;
-			s->ended_last = 0;
-			s->held_until = 0;
-		}
-	}
-}
-
-/*
- * Whether the leases of the session with this id still count as its: the session is connected,
- * or it ended less than the lock_delay of its grants ago (false without preload).  The one rule
- * of liveness, for the grant's statement (through fencelock.session_alive), the direct path and
- * the leases view alike.
- */
-bool
-fl_session_alive(int64 id)
-{
-	uint64 slot = (uint64) id & FL_SESSION_SLOT_MASK;
-	FlSessionSlot *s;
-	bool alive;
-	TimestampTz until = 0;
-
-	if (fl_sessions == NULL || id <= 0 || slot >= (uint64) fl_sessions->nslots)
-		return false;
-	s = &fl_sessions->slots[slot];
-	if (pg_atomic_read_u64(&s->live) == (uint64) id)
-		return true;
-	SpinLockAcquire(&s->mutex);
-	alive = pg_atomic_read_u64(&s->live) == (uint64) id;
-	if (!alive && s->held_until != 0 && (uint64) id >= s->ended_first &&
-		(uint64) id <= s->ended_last)
-		until = s->held_until;
-	SpinLockRelease(&s->mutex);
-	return alive || (until != 0 && GetCurrentTimestamp() < until);
-}
-
-/*
  * Step 2 of a session's end: the slot is cleared, and when its grants had a lock_delay, a record
- * keeps the session alive for that long.  Only assignments under a spinlock: nothing can fail.
+ * keeps the session alive for that long (sessionslot.c: nothing there can fail).
  */
 static void
 fl_session_end_slot(TimestampTz now)
 {
-	FlSessionSlot *s = &fl_sessions->slots[(uint64) my_session_id & FL_SESSION_SLOT_MASK];
-
-	SpinLockAcquire(&s->mutex);
-	if (my_session_lock_delay > 0)
-	{
-		TimestampTz until = now + my_session_lock_delay;
-
-		if (s->held_until > now)
-		{
-			/* An earlier session of this slot is still held: cover both. */
-			s->ended_last = (uint64) my_session_id;
-			s->held_until = Max(s->held_until, until);
-		}
-		else
-		{
-			s->ended_first = s->ended_last = (uint64) my_session_id;
-			s->held_until = until;
-		}
-	}
-	pg_atomic_write_u64(&s->live, 0);
-	SpinLockRelease(&s->mutex);
+	fl_session_slot_end(my_session_id, my_session_lock_delay, now);
 	my_session_id = 0;
 }
 
@@ -293,7 +149,7 @@ static void
 fl_session_release_rows_xact(TimestampTz now)
 {
 	Datum *elems = palloc(sizeof(Datum) * list_length(my_session_resources));
-	Datum values[3];
+	Datum resources;
 	FlSession session;
 	SPITupleTable *ended;
 	ListCell *lc;
@@ -318,28 +174,21 @@ fl_session_release_rows_xact(TimestampTz now)
 	}
 	foreach (lc, my_session_resources)
 		elems[n++] = PointerGetDatum(lfirst(lc));
-	values[0] = PointerGetDatum(construct_array(elems, n, TEXTOID, -1, false, TYPALIGN_INT));
-	values[1] = Int64GetDatum(my_session_id);
-	values[2] = TimestampTzGetDatum(now);
+	resources = PointerGetDatum(construct_array(elems, n, TEXTOID, -1, false, TYPALIGN_INT));
 	fl_begin(&session);
-	rows = fl_run(&session_release, values, NULL, false);
+	rows = fl_lease_end_session(resources, my_session_id, now);
 	ended = SPI_tuptable; /* kept till fl_end, while the history statements run */
 	for (uint64 r = 0; r < rows; r++)
 	{
 		HeapTuple tuple = ended->vals[r];
 		bool isnull;
 		bool released = DatumGetBool(SPI_getbinval(tuple, ended->tupdesc, 4, &isnull));
-		Datum h[4];
 
 		if (released)
 			fl_count_at_commit(FL_RELEASES, 1);
-		if (!history_ok)
-			continue;
-		h[0] = SPI_getbinval(tuple, ended->tupdesc, 1, &isnull);
-		h[1] = SPI_getbinval(tuple, ended->tupdesc, 2, &isnull);
-		h[2] = TimestampTzGetDatum(now);
-		h[3] = BoolGetDatum(released);
-		fl_run(&session_history, h, NULL, false);
+		if (history_ok)
+			fl_history_session_end(SPI_getbinval(tuple, ended->tupdesc, 1, &isnull),
+								   SPI_getbinval(tuple, ended->tupdesc, 2, &isnull), now, released);
 	}
 	/* Last, so that NOTIFY's lock, once taken, is held only till the commit that follows. */
 	if (rows > 0 && fencelock_notify && fl_session_notify_lock())
@@ -442,7 +291,7 @@ fl_session_backstop(int code, Datum arg)
 int64
 fl_session_id(void)
 {
-	if (fl_sessions == NULL)
+	if (!fl_session_slots_attached())
 		ereport(ERROR,
 				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
 				 errmsg("session-bound leases need fencelock to be loaded via "
@@ -451,10 +300,7 @@ fl_session_id(void)
 						 "restart the server, or acquire with session => false.")));
 	if (my_session_id == 0)
 	{
-		uint64 serial = pg_atomic_fetch_add_u64(&fl_sessions->next_serial, 1);
-
-		my_session_id = (int64) ((serial << FL_SESSION_SLOT_BITS) | (uint64) FL_MY_PROCNO);
-		pg_atomic_write_u64(&fl_sessions->slots[FL_MY_PROCNO].live, (uint64) my_session_id);
+		my_session_id = fl_session_slot_take();
 		on_shmem_exit(fl_session_backstop, (Datum) 0);
 		before_shmem_exit(fl_session_exit, (Datum) 0);
 	}
@@ -482,47 +328,4 @@ fl_session_bound(text *resource)
 	my_session_resources =
 		lappend(my_session_resources, DatumGetTextPCopy(PointerGetDatum(resource)));
 	MemoryContextSwitchTo(old);
-}
-
-/*
- * Whether this database's lease table can bind leases to sessions: from 0.3.0 on.  The library
- * keeps serving a database not yet updated with the statements of its version.  Cached, and
- * looked up again after any invalidation of the lease table (ALTER EXTENSION ... UPDATE).
- */
-static int lease_has_sessions = -1;
-static Oid lease_relid = InvalidOid;
-
-static void
-fl_session_relcache_cb(Datum arg, Oid relid)
-{
-	if (relid == InvalidOid || relid == lease_relid)
-		lease_has_sessions = -1;
-}
-
-bool
-fl_lease_has_sessions(void)
-{
-	static bool registered = false;
-
-	if (lease_has_sessions < 0)
-	{
-		Oid nsp = get_namespace_oid("fencelock", true);
-
-		if (!registered)
-		{
-			CacheRegisterRelcacheCallback(fl_session_relcache_cb, (Datum) 0);
-			registered = true;
-		}
-		lease_relid = OidIsValid(nsp) ? get_relname_relid("lease", nsp) : InvalidOid;
-		lease_has_sessions =
-			OidIsValid(lease_relid) && get_attnum(lease_relid, "session_id") != InvalidAttrNumber;
-	}
-	return lease_has_sessions > 0;
-}
-
-/* SQL: whether the session with this id is still connected (false without preload). */
-Datum
-fencelock_session_alive(PG_FUNCTION_ARGS)
-{
-	PG_RETURN_BOOL(!PG_ARGISNULL(0) && fl_session_alive(PG_GETARG_INT64(0)));
 }

@@ -10,6 +10,7 @@
 /* Leases */
 extern int fencelock_max_ttl_s;
 extern int fencelock_lock_delay_ms;
+extern bool fencelock_direct_path; /* off: every lease change runs its statement */
 
 /* What is recorded and told: history, notifications, the server log */
 extern bool fencelock_history;

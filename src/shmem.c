@@ -44,8 +44,8 @@
  */
 #include "postgres.h"
 
-#include "fencelock.h"
 #include "miscadmin.h"
+#include "sessionslot.h"
 #include "shmem.h"
 #include "stats.h"
 #include "storage/ipc.h"

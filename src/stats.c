@@ -8,8 +8,9 @@
 
 #include "access/transam.h"
 #include "access/twophase.h"
+#include "asowner.h"
 #include "catalog/pg_class.h"
-#include "fencelock.h"
+#include "compat.h"
 #include "funcapi.h"
 #include "miscadmin.h"
 #include "port/atomics.h"

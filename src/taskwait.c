@@ -35,10 +35,11 @@
 
 #include "access/htup_details.h"
 #include "access/xact.h"
+#include "args.h"
 #include "catalog/partition.h"
 #include "commands/trigger.h"
+#include "compat.h"
 #include "executor/tuptable.h"
-#include "fencelock.h"
 #include "funcapi.h"
 #include "miscadmin.h"
 #include "parser/parse_relation.h"

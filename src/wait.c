@@ -15,10 +15,16 @@
 #include "postgres.h"
 
 #include "access/xact.h"
+#include "args.h"
+#include "asowner.h"
 #include "catalog/pg_type.h"
 #include "common/pg_prng.h"
+#include "compat.h"
 #include "fencelock.h"
+#include "lease.h"
+#include "leasetable.h"
 #include "miscadmin.h"
+#include "session.h"
 #include "shmem.h"
 #include "stats.h"
 #include "storage/latch.h"
@@ -44,29 +50,6 @@ PG_FUNCTION_INFO_V1(fencelock_release_all);
 static const FlTextArg resources_arg = {
 	"resources", FENCELOCK_MAX_RESOURCE_LEN, "Pass an array of non-empty resource names.",
 	"Use shorter resource names; fencelock.key() builds compact resource keys."};
-
-/* $1 resource, $2 owner, $3 now */
-static FlStmt holds_select = {
-	"SELECT true FROM fencelock.lease AS l WHERE l.resource OPERATOR(pg_catalog.=) $1 "
-	" AND l.owner OPERATOR(pg_catalog.=) $2 AND l.expires_at OPERATOR(pg_catalog.>) $3",
-	3,
-	{TEXTOID, TEXTOID, TIMESTAMPTZOID}};
-
-static bool
-fl_holds(text *resource, text *owner)
-{
-	Datum values[3];
-	FlSession session;
-	bool holds;
-
-	values[0] = PointerGetDatum(resource);
-	values[1] = PointerGetDatum(owner);
-	values[2] = TimestampTzGetDatum(GetCurrentTimestamp());
-	fl_begin(&session);
-	holds = fl_run(&holds_select, values, NULL, true) == 1;
-	fl_end(&session);
-	return holds;
-}
 
 /* How long until the next attempt, unless a wake-up comes first. */
 static long
@@ -146,7 +129,7 @@ fl_queued_ahead(text *resource, text *owner)
 {
 	if (fl_queue_is_mine(resource) && fl_queue_is_head())
 		return false;
-	return fl_queue_length(resource) > 0 && !fl_holds(resource, owner);
+	return fl_queue_length(resource) > 0 && !fl_lease_holds(resource, owner);
 }
 
 /*

@@ -20,6 +20,7 @@
 #include "postgres.h"
 
 #include "common/hashfn.h"
+#include "compat.h"
 #include "fencelock.h"
 #include "miscadmin.h"
 #include "port/atomics.h"

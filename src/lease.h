@@ -1,0 +1,30 @@
+/*
+ * lease.h — the lease API (lease.c): one grant attempt, shared by acquire, the waiting acquire
+ * and acquire_all (wait.c), and a release.
+ */
+#ifndef FENCELOCK_LEASE_H
+#define FENCELOCK_LEASE_H
+
+#include "postgres.h"
+
+#include "datatype/timestamp.h"
+#include "fencelock.h"
+
+/* The outcome of one grant attempt. */
+typedef struct FlGrant
+{
+	bool granted;
+	bool is_new; /* a new grant (new fence), not the same owner's live lease */
+	char how;    /* an FlGrantedHow */
+	int64 fence;
+	TimestampTz granted_at;
+	TimestampTz expires_at;
+	TimestampTz holder_expires; /* busy: when the holder's lease runs out; 0 if unknown */
+} FlGrant;
+
+extern void fl_try_acquire(text *resource, text *owner, int64 ttl, FlApi api, bool want_expiry,
+						   FlGrant *g);
+extern void fl_count_grant(text *resource, const FlGrant *g);
+extern bool fl_release(text *resource, text *owner, FlApi api);
+
+#endif /* FENCELOCK_LEASE_H */

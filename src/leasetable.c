@@ -1,0 +1,935 @@
+/*
+ * leasetable.c — fencelock.lease and fencelock.fence_floor: every statement on them, the lease
+ * rule in both of its forms, and the choice between the two paths.
+ *
+ * One row of fencelock.lease per resource holds its owner, deadline and the latest fence.  A
+ * grant, its owner, deadline and fence change together in one row update (a HOT update: only the
+ * primary key on resource is indexed).  fence_floor remembers the highest fence purge removed.
+ *
+ * The lease rule decides who may take, renew and release a lease, what fence and granted_how a
+ * grant gets, when a lease row may be purged and what a session's end does to its leases.  It is
+ * written here twice, side by side: as the SQL fragments of the statements (SQL_*) and, for the
+ * direct path, in C (rule_grant, rule_owner_change).  The direct path (leaserow.c) changes a row
+ * without a statement where that is equivalent; fl_lease_grant and fl_lease_owner_change choose
+ * it, or the statement (fencelock.direct_path = off forces the statement, for the tests).
+ * test/sql/117_lease_rule_differential.sql replays a script of calls through both and compares
+ * every answer and row: a change to one form of the rule is a change to the other.
+ *
+ * The statements run as the extension's owner (asowner.c), every name and operator qualified.
+ * Lease times come from the clock at the moment of the call.
+ */
+#include "postgres.h"
+
+#include "access/xact.h"
+#include "access/xlog.h"
+#include "asowner.h"
+#include "catalog/pg_type.h"
+#include "common/int.h"
+#include "fencelock.h"
+#include "history.h"
+#include "lease.h"
+#include "leaserow.h"
+#include "leasetable.h"
+#include "miscadmin.h"
+#include "sessionslot.h"
+#include "settings.h"
+#include "utils/acl.h"
+#include "utils/array.h"
+#include "utils/builtins.h"
+#include "utils/datum.h"
+#include "utils/guc.h"
+#include "utils/timestamp.h"
+
+/* ---------------------------------------------------------------------------------------------
+ * The rule
+ *
+ * A grant's parameters, in every grant statement: $1 resource, $2 owner, $3 now, $4 new deadline,
+ * $5 timeline base, $6 the caller's role (holder), $7 the caller's lock_delay, $8 the session
+ * the lease binds to (NULL for an ordinary lease).
+ * ---------------------------------------------------------------------------------------------
+ */
+
+/* The same owner's live lease keeps its fence; any other grant takes a new one. */
+#define SQL_SAME_LIVE_OWNER                                                                        \
+	"l.owner OPERATOR(pg_catalog.=) $2 AND l.expires_at OPERATOR(pg_catalog.>) $3"
+
+/* A new fence: above the row's and above every fence of earlier timelines. */
+#define SQL_NEXT_FENCE(base) "GREATEST(l.fence, " base ") OPERATOR(pg_catalog.+) 1"
+
+/*
+ * Whom a lease row is free for.  0.1.0: nobody holds it, its lease expired, or it is the same
+ * owner's.  Later: a lease that expired without a release stays another owner's for its
+ * lock_delay (kept in the row: the granting session's fencelock.lock_delay) after its deadline.
+ * 0.3.0: a lease whose session has ended is free.
+ */
+#define SQL_FREE_V1                                                                                \
+	"(l.owner IS NULL OR l.expires_at OPERATOR(pg_catalog.<=) $3 "                                 \
+	" OR l.owner OPERATOR(pg_catalog.=) $2)"
+#define SQL_HOLDER_DEADLINE "l.expires_at OPERATOR(pg_catalog.+) COALESCE(l.lock_delay, '0')"
+#define SQL_FREE_V2                                                                                \
+	"(l.owner IS NULL OR l.owner OPERATOR(pg_catalog.=) $2 "                                       \
+	" OR " SQL_HOLDER_DEADLINE " OPERATOR(pg_catalog.<=) $3)"
+#define SQL_FREE_V3                                                                                \
+	"(" SQL_FREE_V2 " OR (l.session_id IS NOT NULL "                                               \
+	" AND NOT fencelock.session_alive(l.session_id)))"
+
+/* How a lease was granted (FlGrantedHow's letters): kept by the same owner's live lease. */
+#define SQL_HOW                                                                                    \
+	"CASE WHEN " SQL_SAME_LIVE_OWNER " THEN l.granted_how "                                        \
+	" WHEN l.owner IS NULL THEN 'r' WHEN l.owner OPERATOR(pg_catalog.=) $2 THEN 'e' ELSE 't' END"
+
+#define SQL_GRANT_SET_V1                                                                           \
+	" fence = CASE WHEN " SQL_SAME_LIVE_OWNER                                                      \
+	" THEN l.fence ELSE " SQL_NEXT_FENCE("$5") " END, "                                            \
+											   " acquired_at = CASE WHEN " SQL_SAME_LIVE_OWNER     \
+											   " THEN l.acquired_at ELSE $3 END, "                 \
+											   " owner = $2, expires_at = $4, holder = $6 "
+#define SQL_GRANT_SET_V2 SQL_GRANT_SET_V1 ", granted_how = " SQL_HOW ", lock_delay = $7 "
+
+/* A grant's result: the fence, how it was granted, whether it is a new grant. */
+#define SQL_GRANT_RETURNING_V2                                                                     \
+	"RETURNING l.fence, l.granted_how, l.acquired_at OPERATOR(pg_catalog.=) $3"
+
+/*
+ * The same in C, for the direct path: what a grant makes of the row, or false when the row is
+ * not free for the owner.
+ */
+typedef struct FlGrantCall
+{
+	/* what to do */
+	text *owner;
+	TimestampTz now;
+	TimestampTz expires; /* the new deadline */
+	bool v2;             /* the later APIs' rules: lock_delay, how, sessions */
+	int64 base;          /* fl_timeline_base() */
+	Name holder;         /* the caller's role */
+	Interval *lock_delay;
+	int64 session; /* 0: an ordinary lease */
+	/* what happened */
+	int64 fence;
+	bool is_new;
+	char how;
+	TimestampTz holder_expires; /* refused: when the holder's lease runs out; 0 unknown */
+} FlGrantCall;
+
+static bool
+rule_grant(FlLeaseRow *row, void *arg)
+{
+	FlGrantCall *c = arg;
+	bool same_owner = fl_lease_row_owner_is(row, c->owner);
+	bool same_live = same_owner && !row->expires_null && row->expires > c->now;
+	TimestampTz deadline = row->expires;
+
+	c->fence = row->fence;
+	c->is_new = false;
+	c->holder_expires = 0;
+
+	/*
+	 * Free for this owner?  Only another owner's row needs its deadline with lock_delay added
+	 * (SQL_HOLDER_DEADLINE), which may be out of range: the statement evaluates the sum only then.
+	 */
+	if (!row->owner_null && !same_owner)
+	{
+		if (c->v2 && !row->expires_null && !row->lock_delay_null)
+			deadline = DatumGetTimestampTz(DirectFunctionCall2(
+				timestamptz_pl_interval, TimestampTzGetDatum(row->expires), row->lock_delay));
+		if (row->expires_null || deadline > c->now)
+		{
+			if (!c->v2 || row->session_null || fl_session_alive(row->session))
+			{
+				c->holder_expires = row->expires_null ? 0 : deadline;
+				return false;
+			}
+		}
+	}
+
+	if (same_live)
+	{
+		/* SQL_SAME_LIVE_OWNER: the lease keeps its fence, start and how it was granted. */
+		c->how = row->how_null ? FL_GRANTED_NEW : row->how;
+	}
+	else
+	{
+		/* SQL_NEXT_FENCE, SQL_HOW */
+		if (pg_add_s64_overflow(Max(row->fence, c->base), 1, &c->fence))
+			ereport(ERROR,
+					(errcode(ERRCODE_NUMERIC_VALUE_OUT_OF_RANGE), errmsg("bigint out of range")));
+		c->is_new = true;
+		c->how = row->owner_null ? FL_GRANTED_AFTER_RELEASE
+				 : same_owner    ? FL_GRANTED_AFTER_EXPIRY
+								 : FL_GRANTED_TAKEOVER;
+		row->fence = c->fence;
+		row->acquired_at = c->now;
+		row->set |= FL_SET_FENCE | FL_SET_ACQUIRED_AT;
+	}
+	row->owner = PointerGetDatum(c->owner);
+	row->owner_null = false;
+	row->expires = c->expires;
+	row->holder = c->holder;
+	row->set |= FL_SET_OWNER | FL_SET_EXPIRES | FL_SET_HOLDER;
+	if (c->v2)
+	{
+		row->how = c->how;
+		row->how_null = false;
+		row->lock_delay = IntervalPGetDatum(c->lock_delay);
+		row->lock_delay_null = false;
+		row->session = c->session;
+		row->session_null = c->session == 0;
+		row->set |= FL_SET_HOW | FL_SET_LOCK_DELAY | FL_SET_SESSION;
+	}
+	else
+	{
+		/* The 0.1.0 functions report every grant as new. */
+		c->is_new = true;
+		c->how = FL_GRANTED_NEW;
+	}
+	return true;
+}
+
+/*
+ * Renew and release: only the same owner's live lease (SQL_SAME_LIVE_OWNER).  A renewal moves the
+ * deadline; a release frees the row, with the moment of the release as its deadline (a purge's
+ * idle time counts from it).  $1 resource, $2 owner, $3 now, $4 new deadline.
+ */
+#define SQL_RENEW_SET   "expires_at = $4"
+#define SQL_RELEASE_SET "owner = NULL, expires_at = $3"
+
+typedef struct FlOwnerCall
+{
+	text *owner;
+	TimestampTz now;
+	TimestampTz expires; /* the new deadline; now for a release */
+	bool release;
+	int64 fence; /* the lease's fence, when allowed */
+} FlOwnerCall;
+
+static bool
+rule_owner_change(FlLeaseRow *row, void *arg)
+{
+	FlOwnerCall *c = arg;
+
+	c->fence = row->fence;
+	if (!fl_lease_row_owner_is(row, c->owner) || row->expires_null || row->expires <= c->now)
+		return false;
+	row->expires = c->expires;
+	row->set |= FL_SET_EXPIRES;
+	if (c->release)
+	{
+		row->owner_null = true;
+		row->set |= FL_SET_OWNER;
+	}
+	return true;
+}
+
+/*
+ * Purging.  $1 idle cutoff, $2 now.  A free lease's expires_at is the moment it was released, so
+ * one condition covers free and expired rows alike; but a lease that expired without a release
+ * stays until its lock_delay has passed too, or a new row for the resource would be granted to
+ * another owner inside the delay.  A held lease (expires_at in the future) is never purged: the
+ * cutoff is never later than now.  API 0.1.0 rows have no lock_delay.  Only statements purge.
+ */
+#define SQL_PURGEABLE_V1 "l.expires_at OPERATOR(pg_catalog.<=) $1"
+#define SQL_PURGEABLE_V2                                                                           \
+	SQL_PURGEABLE_V1 " AND (l.owner IS NULL OR " SQL_HOLDER_DEADLINE " OPERATOR(pg_catalog.<=) "   \
+					 "$2)"
+
+/*
+ * A session's end, for the leases it bound ($2 its id, $3 the session's end).  A lease granted
+ * with a lock_delay keeps its owner and expires now, unbound, so that the grant's rule applies
+ * the delay; any other is released.  Only statements end sessions (session.c); until one has run,
+ * SQL_FREE_V3 and rule_grant treat the lease of an ended session as free.
+ */
+#define SQL_SESSION_END_SET                                                                        \
+	"session_id = NULL, expires_at = $3, "                                                         \
+	"owner = CASE WHEN COALESCE(l.lock_delay, '0') OPERATOR(pg_catalog.>) '0' THEN l.owner END"
+
+/*
+ * A revoke ends the lease and issues a fence nobody holds ($2 timeline base, $3 now).  The holder
+ * column keeps the role of the last grant, so that its members can still tell (assert_fence:
+ * FL001) that their fence was revoked.
+ */
+#define SQL_REVOKE_SET                                                                             \
+	"fence = " SQL_NEXT_FENCE("$2") ", owner = NULL, acquired_at = $3, expires_at = $3, "          \
+									"granted_how = 'v', lock_delay = NULL, session_id = NULL"
+
+/* ---------------------------------------------------------------------------------------------
+ * The statements
+ * ---------------------------------------------------------------------------------------------
+ */
+
+#define GRANT_ARGTYPES                                                                             \
+	TEXTOID, TEXTOID, TIMESTAMPTZOID, TIMESTAMPTZOID, INT8OID, NAMEOID, INTERVALOID, INT8OID
+
+/*
+ * The grant statements of each version of the lease table: 0.1.0 (no granted_how, no lock_delay),
+ * 0.2.0 and, with session_id, 0.3.0 on.  Every one is given the eight parameters (a parameter a
+ * statement does not use is allowed, its type being given).
+ */
+static FlStmt grant_update[3] = {
+	{"UPDATE fencelock.lease AS l SET " SQL_GRANT_SET_V1
+	 "WHERE l.resource OPERATOR(pg_catalog.=) $1 AND " SQL_FREE_V1 " RETURNING l.fence",
+	 8,
+	 {GRANT_ARGTYPES}},
+	{"UPDATE fencelock.lease AS l SET " SQL_GRANT_SET_V2
+	 "WHERE l.resource OPERATOR(pg_catalog.=) $1 AND " SQL_FREE_V2 " " SQL_GRANT_RETURNING_V2,
+	 8,
+	 {GRANT_ARGTYPES}},
+	{"UPDATE fencelock.lease AS l SET " SQL_GRANT_SET_V2 ", session_id = $8 "
+	 "WHERE l.resource OPERATOR(pg_catalog.=) $1 AND " SQL_FREE_V3 " " SQL_GRANT_RETURNING_V2,
+	 8,
+	 {GRANT_ARGTYPES}}};
+
+/* A resource's first row; $5 is the new row's fence here. */
+static FlStmt grant_insert[3] = {
+	{"INSERT INTO fencelock.lease AS l (resource, owner, fence, acquired_at, expires_at, holder) "
+	 "VALUES ($1, $2, $5, $3, $4, $6) ON CONFLICT (resource) DO NOTHING RETURNING l.fence",
+	 8,
+	 {GRANT_ARGTYPES}},
+	{"INSERT INTO fencelock.lease AS l "
+	 " (resource, owner, fence, acquired_at, expires_at, holder, granted_how, lock_delay) "
+	 "VALUES ($1, $2, $5, $3, $4, $6, 'n', $7) ON CONFLICT (resource) DO NOTHING RETURNING "
+	 "l.fence, l.granted_how, true",
+	 8,
+	 {GRANT_ARGTYPES}},
+	{"INSERT INTO fencelock.lease AS l (resource, owner, fence, acquired_at, expires_at, holder, "
+	 " granted_how, lock_delay, session_id) "
+	 "VALUES ($1, $2, $5, $3, $4, $6, 'n', $7, $8) "
+	 "ON CONFLICT (resource) DO NOTHING RETURNING l.fence, l.granted_how, true",
+	 8,
+	 {GRANT_ARGTYPES}}};
+
+/* For a waiter: when the current holder's lease runs out ($1 resource). */
+static FlStmt holder_expiry = {"SELECT " SQL_HOLDER_DEADLINE " FROM fencelock.lease AS l "
+							   "WHERE l.resource OPERATOR(pg_catalog.=) $1 AND l.owner IS NOT NULL",
+							   1,
+							   {TEXTOID}};
+
+static FlStmt owner_update[2] = {
+	{"UPDATE fencelock.lease AS l SET " SQL_RENEW_SET " WHERE l.resource OPERATOR(pg_catalog.=) $1 "
+	 " AND " SQL_SAME_LIVE_OWNER " RETURNING l.fence",
+	 4,
+	 {TEXTOID, TEXTOID, TIMESTAMPTZOID, TIMESTAMPTZOID}},
+	{"UPDATE fencelock.lease AS l SET " SQL_RELEASE_SET
+	 " WHERE l.resource OPERATOR(pg_catalog.=) $1 AND " SQL_SAME_LIVE_OWNER " RETURNING l.fence",
+	 4,
+	 {TEXTOID, TEXTOID, TIMESTAMPTZOID, TIMESTAMPTZOID}}};
+
+/* $1 resource, $2 owner, $3 now: whether the owner holds a live lease */
+static FlStmt holds_select = {"SELECT true FROM fencelock.lease AS l "
+							  "WHERE l.resource OPERATOR(pg_catalog.=) $1 AND " SQL_SAME_LIVE_OWNER,
+							  3,
+							  {TEXTOID, TEXTOID, TIMESTAMPTZOID}};
+
+static FlStmt floor_select = {"SELECT f.floor FROM fencelock.fence_floor AS f", 0, {InvalidOid}};
+
+/* $1 resource, $2 fence: lifts a just-inserted row above the purge floor */
+static FlStmt fence_raise = {
+	"UPDATE fencelock.lease AS l SET fence = $2 WHERE l.resource OPERATOR(pg_catalog.=) $1",
+	2,
+	{TEXTOID, INT8OID}};
+
+static FlStmt fence_select = {
+	"SELECT l.fence FROM fencelock.lease AS l WHERE l.resource OPERATOR(pg_catalog.=) $1",
+	1,
+	{TEXTOID}};
+
+/*
+ * $1 resource: its latest fence and the role of its latest grant, the row locked against grants
+ * (assert_fence, a lease-bound write).  The casts keep the result's types whatever a superuser
+ * made of the columns; the direct path reads them only where they have these types.
+ */
+static FlStmt fence_lock = {"SELECT CAST(l.fence AS pg_catalog.int8), "
+							"CAST(l.holder AS pg_catalog.name) FROM fencelock.lease AS l "
+							"WHERE l.resource OPERATOR(pg_catalog.=) $1 FOR SHARE",
+							1,
+							{TEXTOID}};
+
+/* The holder alone, without a lock (assert_fence checks it before it locks). */
+static FlStmt holder_select = {"SELECT CAST(l.holder AS pg_catalog.name) FROM fencelock.lease AS l "
+							   "WHERE l.resource OPERATOR(pg_catalog.=) $1",
+							   1,
+							   {TEXTOID}};
+
+#define FLOOR_UP                                                                                   \
+	"INSERT INTO fencelock.fence_floor AS f (id, floor) "                                          \
+	" SELECT true, t.fence FROM top AS t WHERE t.fence IS NOT NULL "                               \
+	" ON CONFLICT (id) DO UPDATE SET floor = GREATEST(f.floor, excluded.floor)"
+
+/*
+ * All purgeable rows in one statement; also returns how many rows were candidates, and the
+ * resources deleted.  When fewer were deleted, one of them changed under the delete (a concurrent
+ * grant), and the delete may hold that row's lock: the caller then rolls the statement back and
+ * purges row by row.
+ */
+#define PURGE_ALL(cond)                                                                            \
+	"WITH cand AS MATERIALIZED (SELECT l.ctid AS t FROM fencelock.lease AS l WHERE " cond "), "    \
+	" gone AS (DELETE FROM fencelock.lease AS l "                                                  \
+	"  WHERE l.ctid OPERATOR(pg_catalog.=) ANY (ARRAY(SELECT c.t FROM cand AS c)) AND " cond       \
+	"  RETURNING l.resource, l.fence), "                                                           \
+	" top AS (SELECT pg_catalog.count(*) AS n, pg_catalog.max(g.fence) AS fence, "                 \
+	"  pg_catalog.array_agg(CAST(g.resource AS pg_catalog.text)) AS gone FROM gone AS g), "        \
+	" up AS (" FLOOR_UP ") "                                                                       \
+	"SELECT t.n, (SELECT pg_catalog.count(*) FROM cand AS c), t.gone FROM top AS t"
+
+/* $3 resource: one row, for the row-by-row purge */
+#define PURGE_ONE(cond)                                                                            \
+	"WITH gone AS (DELETE FROM fencelock.lease AS l "                                              \
+	"  WHERE l.resource OPERATOR(pg_catalog.=) $3 AND " cond " RETURNING l.fence), "               \
+	" top AS (SELECT pg_catalog.max(g.fence) AS fence FROM gone AS g), "                           \
+	" up AS (" FLOOR_UP ") "                                                                       \
+	"SELECT true FROM gone"
+
+#define PURGE_LIST(cond) "SELECT l.resource FROM fencelock.lease AS l WHERE " cond
+
+/* Indexed by FlApi - 1. */
+static FlStmt purge_all[2] = {{PURGE_ALL(SQL_PURGEABLE_V1), 2, {TIMESTAMPTZOID, TIMESTAMPTZOID}},
+							  {PURGE_ALL(SQL_PURGEABLE_V2), 2, {TIMESTAMPTZOID, TIMESTAMPTZOID}}};
+static FlStmt purge_one[2] = {
+	{PURGE_ONE(SQL_PURGEABLE_V1), 3, {TIMESTAMPTZOID, TIMESTAMPTZOID, TEXTOID}},
+	{PURGE_ONE(SQL_PURGEABLE_V2), 3, {TIMESTAMPTZOID, TIMESTAMPTZOID, TEXTOID}}};
+static FlStmt purge_list[2] = {{PURGE_LIST(SQL_PURGEABLE_V1), 2, {TIMESTAMPTZOID, TIMESTAMPTZOID}},
+							   {PURGE_LIST(SQL_PURGEABLE_V2), 2, {TIMESTAMPTZOID, TIMESTAMPTZOID}}};
+
+/*
+ * $1 resources the session bound, $2 its id, $3 the session's end: what it still holds and no
+ * other transaction has locked.  Returns each row's resource, fence, holder and whether it was
+ * released.
+ */
+static FlStmt session_end = {
+	"UPDATE fencelock.lease AS l SET " SQL_SESSION_END_SET " "
+	"WHERE l.ctid OPERATOR(pg_catalog.=) ANY (ARRAY("
+	"  SELECT o.ctid FROM fencelock.lease AS o "
+	"  WHERE o.resource OPERATOR(pg_catalog.=) ANY ($1) "
+	"   AND o.session_id OPERATOR(pg_catalog.=) $2 AND o.owner IS NOT NULL "
+	"   AND o.expires_at OPERATOR(pg_catalog.>) $3 FOR UPDATE OF o SKIP LOCKED)) "
+	" AND l.session_id OPERATOR(pg_catalog.=) $2 "
+	"RETURNING l.resource, l.fence, l.holder, l.owner IS NULL",
+	3,
+	{TEXTARRAYOID, INT8OID, TIMESTAMPTZOID}};
+
+/* $1 resource, $2 timeline base, $3 now */
+static FlStmt revoke_update = {"UPDATE fencelock.lease AS l SET " SQL_REVOKE_SET " "
+							   "WHERE l.resource OPERATOR(pg_catalog.=) $1 RETURNING l.fence",
+							   3,
+							   {TEXTOID, INT8OID, TIMESTAMPTZOID}};
+
+/* $1 above, $2 now: revoke every lease below the bound, at the bound */
+static FlStmt raise_leases = {
+	"UPDATE fencelock.lease AS l SET fence = $1, owner = NULL, acquired_at = $2, expires_at = $2, "
+	" granted_how = 'v', lock_delay = NULL, session_id = NULL "
+	"WHERE l.fence OPERATOR(pg_catalog.<) $1 RETURNING l.resource",
+	2,
+	{INT8OID, TIMESTAMPTZOID}};
+
+/* $1 above: the floor a resource without a lease row starts above */
+static FlStmt raise_floor = {
+	"INSERT INTO fencelock.fence_floor AS f (id, floor) VALUES (true, $1) "
+	"ON CONFLICT (id) DO UPDATE SET floor = GREATEST(f.floor, excluded.floor)",
+	1,
+	{INT8OID}};
+
+/* ---------------------------------------------------------------------------------------------
+ * Fences and durability
+ * ---------------------------------------------------------------------------------------------
+ */
+
+/* The lowest fence a grant on this server's timeline may carry, less one. */
+int64
+fl_timeline_base(void)
+{
+	TimeLineID tli;
+
+	if (RecoveryInProgress())
+		ereport(ERROR, (errcode(ERRCODE_READ_ONLY_SQL_TRANSACTION),
+						errmsg("cannot acquire a lease during recovery"),
+						errhint("Leases are granted by the primary server.")));
+	tli = GetWALInsertionTimeLine();
+	if (tli - 1 > FENCELOCK_MAX_TIMELINE)
+		ereport(ERROR, (errcode(ERRCODE_PROGRAM_LIMIT_EXCEEDED),
+						errmsg("timeline %u is beyond the %u that fences can encode", tli,
+							   FENCELOCK_MAX_TIMELINE + 1)));
+	return (int64) (tli - 1) << FENCELOCK_TIMELINE_SHIFT;
+}
+
+/*
+ * A fence is valid once its grant has committed; the grant must survive a crash and a failover
+ * to a synchronous standby even where the session runs with synchronous_commit = off or local,
+ * or two owners could receive the same fence.  Raise the setting to at least 'on' for this
+ * transaction (as SET LOCAL would), and force the local flush too, in case a function's own SET
+ * clause restores a lower value before the commit.
+ */
+void
+fl_commit_durably(void)
+{
+	if (synchronous_commit < SYNCHRONOUS_COMMIT_REMOTE_FLUSH)
+		(void) set_config_option("synchronous_commit", "on", PGC_USERSET, PGC_S_SESSION,
+								 GUC_ACTION_LOCAL, true, 0, false);
+	ForceSyncCommit();
+}
+
+/*
+ * A row this transaction has just inserted must still carry a fence above the purge floor.  The
+ * floor is read with a snapshot taken now: the insert succeeded, so a purge that removed an
+ * earlier row for this resource has committed, and with it the floor it raised.  No lock is
+ * needed, and a busy resource never gets here.
+ *
+ * A floor at the largest bigint leaves no fence above it: the grant is refused with the error a
+ * grant on a row at that fence raises (22003, as SQL_NEXT_FENCE and rule_grant do), and the
+ * error rolls back the row just inserted with the transaction or subtransaction.
+ */
+static int64
+above_floor(Datum resource, int64 fence)
+{
+	Datum values[2];
+	int64 floor;
+	int64 raised;
+	bool isnull;
+
+	if (fl_run_latest(&floor_select, NULL, NULL) != 1)
+		return fence;
+	floor = fl_get_int64(0, 1, &isnull);
+	if (isnull || floor < fence)
+		return fence;
+	if (pg_add_s64_overflow(floor, 1, &raised))
+		ereport(ERROR,
+				(errcode(ERRCODE_NUMERIC_VALUE_OUT_OF_RANGE), errmsg("bigint out of range"),
+				 errdetail("Resource \"%s\" needs a fence above the purge floor " INT64_FORMAT
+						   ", the largest bigint.",
+						   TextDatumGetCString(resource), floor)));
+	values[0] = resource;
+	values[1] = Int64GetDatum(raised);
+	fl_run(&fence_raise, values, NULL, false);
+	return raised;
+}
+
+/* ---------------------------------------------------------------------------------------------
+ * Grants, renewals, releases: the direct path where it is equivalent, else the statement
+ * ---------------------------------------------------------------------------------------------
+ */
+
+/* The grant statements of the lease table's version (FlApi, and 0.3.0's session_id). */
+static int
+grant_version(FlApi api)
+{
+	if (api == FL_API_0_1)
+		return 0;
+	return fl_lease_table_has_sessions() ? 2 : 1;
+}
+
+/* A grant statement's result row: RETURNING fence [, granted_how, is_new] */
+static void
+grant_result(FlApi api, FlGrant *g)
+{
+	bool isnull;
+
+	g->fence = fl_get_int64(0, 1, &isnull);
+	g->how = FL_GRANTED_NEW;
+	g->is_new = true;
+	if (api == FL_API_0_1)
+		return;
+	g->how = DatumGetChar(SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 2, &isnull));
+	g->is_new =
+		DatumGetBool(SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 3, &isnull));
+}
+
+/*
+ * One attempt at a grant of RESOURCE to OWNER until EXPIRES, without waiting; fills *g (on a busy
+ * resource with want_expiry, also the holder's deadline, 0 when unknown), records the grant in
+ * the history.  The row is changed directly where that is equivalent; otherwise, and to insert
+ * a resource's first row, by the statements.
+ */
+void
+fl_lease_grant(text *resource, text *owner, TimestampTz now, TimestampTz expires, FlApi api,
+			   Name holder, int64 session, bool want_expiry, FlGrant *g)
+{
+	Interval delay = {.time = (int64) fencelock_lock_delay_ms * 1000};
+	FlGrantCall c = {.owner = owner,
+					 .now = now,
+					 .expires = expires,
+					 .v2 = api != FL_API_0_1,
+					 .base = fl_timeline_base(),
+					 .holder = holder,
+					 .lock_delay = &delay,
+					 .session = session};
+	FlRowResult direct = fencelock_direct_path ? fl_lease_row_change(resource, c.v2, rule_grant, &c)
+											   : FL_ROW_USE_SQL;
+	int v = grant_version(api);
+	Datum values[8];
+	char nulls[8] = {' ', ' ', ' ', ' ', ' ', ' ', ' ', ' '};
+	FlSession s;
+	bool isnull;
+	bool inserted = false;
+
+	memset(g, 0, sizeof(*g));
+	g->granted_at = now;
+	g->expires_at = expires;
+	if (direct == FL_ROW_CHANGED || direct == FL_ROW_REFUSED)
+	{
+		g->granted = direct == FL_ROW_CHANGED;
+		g->fence = c.fence;
+		g->how = c.how;
+		g->is_new = c.is_new;
+		g->holder_expires = want_expiry ? c.holder_expires : 0;
+		if (g->granted && g->is_new && api != FL_API_0_1 && fencelock_history)
+		{
+			fl_begin(&s);
+			fl_history_grant(resource, owner, g);
+			fl_end(&s);
+		}
+		return;
+	}
+
+	values[0] = PointerGetDatum(resource);
+	values[1] = PointerGetDatum(owner);
+	values[2] = TimestampTzGetDatum(now);
+	values[3] = TimestampTzGetDatum(expires);
+	values[4] = Int64GetDatum(c.base);
+	values[5] = NameGetDatum(holder);
+	values[6] = IntervalPGetDatum(&delay);
+	values[7] = Int64GetDatum(session);
+	nulls[7] = session != 0 ? ' ' : 'n';
+
+	/*
+	 * The updates run through fl_run_or_undo: one that loses a race to a concurrent grant must not
+	 * keep the row lock it took to re-check the row.  When no row exists yet, the first update
+	 * changes nothing and writes nothing; the insert takes no row lock when it meets a row.
+	 */
+	fl_begin(&s);
+	if (direct != FL_ROW_MISSING && fl_run_or_undo(&grant_update[v], values, nulls))
+		g->granted = true;
+	else
+	{
+		/* No grantable row: either none exists yet, or another owner holds the lease. */
+		values[4] = Int64GetDatum(c.base + 1);
+		g->granted = fl_run(&grant_insert[v], values, nulls, false) == 1;
+		inserted = g->granted;
+
+		/*
+		 * The insert met an existing row.  Usually that is another owner's live lease, which the
+		 * update saw; but it may be a first grant that committed while this insert waited for
+		 * it, which the update could not see.  That one may be this same owner's (a retry after
+		 * a lost response, on another connection), so look once more.
+		 */
+		if (!g->granted)
+		{
+			values[4] = Int64GetDatum(c.base);
+			g->granted = fl_run_or_undo(&grant_update[v], values, nulls);
+		}
+	}
+	if (g->granted)
+	{
+		grant_result(api, g);
+		if (inserted)
+			g->fence = above_floor(values[0], g->fence);
+		if (api != FL_API_0_1 && g->is_new && fencelock_history)
+			fl_history_grant(resource, owner, g);
+	}
+	else if (want_expiry && fl_run(&holder_expiry, values, NULL, false) == 1)
+		g->holder_expires = DatumGetTimestampTz(
+			SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1, &isnull));
+	fl_end(&s);
+}
+
+/*
+ * Renew (release false: until EXPIRES) or release the lease OWNER holds on RESOURCE.  Returns the
+ * lease's fence, or -1 when OWNER did not hold a live lease; records the change in the history.
+ */
+int64
+fl_lease_owner_change(text *resource, text *owner, TimestampTz now, TimestampTz expires,
+					  bool release, FlApi api)
+{
+	FlOwnerCall c = {.owner = owner, .now = now, .expires = expires, .release = release};
+	FlRowResult direct = fencelock_direct_path
+							 ? fl_lease_row_change(resource, false, rule_owner_change, &c)
+							 : FL_ROW_USE_SQL;
+	bool history = api != FL_API_0_1 && fencelock_history;
+	Datum values[4];
+	FlSession s;
+	int64 fence = direct == FL_ROW_CHANGED ? c.fence : -1;
+	bool isnull;
+
+	if (direct != FL_ROW_USE_SQL && (fence < 0 || !history))
+		return fence;
+
+	values[0] = PointerGetDatum(resource);
+	values[1] = PointerGetDatum(owner);
+	values[2] = TimestampTzGetDatum(now);
+	values[3] = TimestampTzGetDatum(expires);
+
+	/* A renew or release that loses a race to a takeover must not keep the row locked. */
+	fl_begin(&s);
+	if (direct == FL_ROW_USE_SQL && fl_run_or_undo(&owner_update[release], values, NULL))
+		fence = fl_get_int64(0, 1, &isnull);
+	if (fence >= 0 && history)
+		fl_history_update(resource, fence, now, expires, release);
+	fl_end(&s);
+	return fence;
+}
+
+/* Whether OWNER holds a live lease on RESOURCE now (a statement: the waiting acquire asks). */
+bool
+fl_lease_holds(text *resource, text *owner)
+{
+	Datum values[3];
+	FlSession s;
+	bool holds;
+
+	values[0] = PointerGetDatum(resource);
+	values[1] = PointerGetDatum(owner);
+	values[2] = TimestampTzGetDatum(GetCurrentTimestamp());
+	fl_begin(&s);
+	holds = fl_run(&holds_select, values, NULL, true) == 1;
+	fl_end(&s);
+	return holds;
+}
+
+/* ---------------------------------------------------------------------------------------------
+ * Fences read, and rows locked against grants
+ * ---------------------------------------------------------------------------------------------
+ */
+
+/*
+ * Only a member of the role that took the latest grant (HOLDER, NULL when unknown), or a
+ * superuser, may pin a lease row: anyone else could hold the row lock and block the holder's
+ * renew and release, and a takeover.  assert_fence and lease-bound writes ask.
+ */
+bool
+fl_lease_holder_member(Oid role, const char *holder)
+{
+	Oid holder_role = holder != NULL ? get_role_oid(holder, true) : InvalidOid;
+
+	return superuser_arg(role) || (OidIsValid(holder_role) && has_privs_of_role(role, holder_role));
+}
+
+/* The role of RESOURCE's latest grant, or NULL; *found, whether the resource has a row. */
+char *
+fl_lease_holder(text *resource, bool *found)
+{
+	Datum values[1];
+	FlSession s;
+	bool isnull = true;
+	char *holder = NULL;
+
+	values[0] = PointerGetDatum(resource);
+	fl_begin(&s);
+	*found = fl_run(&holder_select, values, NULL, true) == 1;
+	if (*found)
+	{
+		Datum d = SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1, &isnull);
+
+		/* In the caller's memory: SPI_finish frees the statement's. */
+		if (!isnull)
+			holder = strcpy(SPI_palloc(strlen(NameStr(*DatumGetName(d))) + 1),
+							NameStr(*DatumGetName(d)));
+	}
+	fl_end(&s);
+	return holder;
+}
+
+/* RESOURCE's latest fence, without a lock; false when it has none. */
+bool
+fl_lease_fence(text *resource, int64 *fence)
+{
+	Datum values[1];
+	FlSession s;
+	bool found;
+	bool isnull;
+
+	values[0] = PointerGetDatum(resource);
+	fl_begin(&s);
+	found = fl_run(&fence_select, values, NULL, true) == 1;
+	if (found)
+	{
+		*fence = fl_get_int64(0, 1, &isnull);
+		found = !isnull; /* a NULL fence (a superuser's doing) is none */
+	}
+	fl_end(&s);
+	return found;
+}
+
+/*
+ * Share-lock RESOURCE's row against grants until the transaction ends, and read its latest fence
+ * and holder: directly in READ COMMITTED where leaserow.c can (a transaction snapshot must see a
+ * grant committed after it as a serialization failure, which the statement reports), else by the
+ * statement, which also sees all of this transaction's own changes.
+ */
+void
+fl_lease_lock(text *resource, bool *found, int64 *fence, NameData *holder, bool *holder_null)
+{
+	FlSession s;
+	Datum values[1];
+	bool isnull = true;
+
+	*holder_null = true;
+	if (fencelock_direct_path && !IsolationUsesXactSnapshot() &&
+		fl_lease_row_lock_share(resource, found, fence, holder, holder_null))
+		return;
+
+	values[0] = PointerGetDatum(resource);
+	fl_begin(&s);
+	*found = false;
+	if (fl_run(&fence_lock, values, NULL, false) == 1)
+	{
+		Datum d;
+
+		*fence = fl_get_int64(0, 1, &isnull);
+		*found = !isnull;
+		d = SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 2, holder_null);
+		if (!*holder_null)
+			namestrcpy(holder, NameStr(*DatumGetName(d)));
+	}
+	fl_end(&s);
+}
+
+/* ---------------------------------------------------------------------------------------------
+ * Purge, revoke, a session's end, raise_fences
+ * ---------------------------------------------------------------------------------------------
+ */
+
+/*
+ * Delete the purgeable rows, keeping no lock on a row that is not deleted: all at once in a
+ * subtransaction, kept when every candidate went; otherwise row by row, each in its own.  Returns
+ * how many went; *gone, the resources deleted (a text[]), for the history.
+ */
+static int64
+purge_rows(FlApi api, Datum *values, Datum *gone)
+{
+	int v = api - FL_API_0_1;
+	FlSubxact x;
+	int64 deleted = 0;
+	int64 candidates = 0;
+	bool isnull = true;
+	SPITupleTable *list;
+	ArrayBuildState *one_by_one;
+	uint64 n;
+
+	*gone = (Datum) 0;
+	fl_subxact_begin(&x);
+	PG_TRY();
+	{
+		fl_run(&purge_all[v], values, NULL, false);
+		deleted = fl_get_int64(0, 1, &isnull);
+		candidates = fl_get_int64(0, 2, &isnull);
+		*gone = SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 3, &isnull);
+		*gone = isnull ? (Datum) 0 : datumCopy(*gone, false, -1);
+	}
+	PG_CATCH();
+	{
+		fl_subxact_end(&x, false);
+		PG_RE_THROW();
+	}
+	PG_END_TRY();
+	fl_subxact_end(&x, deleted == candidates);
+	if (deleted == candidates)
+		return deleted;
+
+	deleted = 0;
+	*gone = (Datum) 0;
+	one_by_one = initArrayResult(TEXTOID, CurrentMemoryContext, false);
+	n = fl_run(&purge_list[v], values, NULL, true);
+	list = SPI_tuptable;
+	for (uint64 i = 0; i < n; i++)
+	{
+		values[2] = SPI_getbinval(list->vals[i], list->tupdesc, 1, &isnull);
+		if (fl_run_or_undo(&purge_one[v], values, NULL))
+		{
+			accumArrayResult(one_by_one, values[2], false, TEXTOID, CurrentMemoryContext);
+			deleted++;
+		}
+	}
+	if (deleted > 0)
+		*gone = makeArrayResult(one_by_one, CurrentMemoryContext);
+	return deleted;
+}
+
+/*
+ * Delete the leases idle since CUTOFF (a free lease's expires_at is its release), and close their
+ * grants in the history; returns how many went.
+ */
+int64
+fl_lease_purge(FlApi api, TimestampTz cutoff, TimestampTz now)
+{
+	Datum values[3];
+	Datum gone;
+	FlSession s;
+	int64 purged;
+
+	values[0] = TimestampTzGetDatum(cutoff);
+	values[1] = TimestampTzGetDatum(now);
+	fl_begin(&s);
+	purged = purge_rows(api, values, &gone);
+	if (api != FL_API_0_1)
+		fl_history_purge(gone, now);
+	fl_end(&s);
+	return purged;
+}
+
+/*
+ * Revoke RESOURCE's lease: a new fence nobody holds.  False when it has no row; *fence, the
+ * revoke's fence.
+ */
+bool
+fl_lease_revoke(text *resource, TimestampTz now, int64 *fence)
+{
+	Datum values[3];
+	FlSession s;
+	bool found;
+	bool isnull;
+
+	values[0] = PointerGetDatum(resource);
+	values[1] = Int64GetDatum(fl_timeline_base());
+	values[2] = TimestampTzGetDatum(now);
+	fl_begin(&s);
+	found = fl_run(&revoke_update, values, NULL, false) == 1;
+	if (found)
+	{
+		*fence = fl_get_int64(0, 1, &isnull);
+		if (fencelock_history)
+			fl_history_revoke(resource, *fence, now);
+	}
+	fl_end(&s);
+	return found;
+}
+
+/*
+ * The session SESSION has ended at NOW: end the leases it bound of RESOURCES (a text[]), those no
+ * other transaction has locked.  Runs inside the caller's fl_begin; returns the number of rows,
+ * which SPI_tuptable holds until fl_end (resource, fence, holder, released).
+ */
+uint64
+fl_lease_end_session(Datum resources, int64 session, TimestampTz now)
+{
+	Datum values[3];
+
+	values[0] = resources;
+	values[1] = Int64GetDatum(session);
+	values[2] = TimestampTzGetDatum(now);
+	return fl_run(&session_end, values, NULL, false);
+}
+
+/*
+ * Revoke every lease whose fence is below ABOVE, at ABOVE, and raise the floor to it.  Returns
+ * how many leases were raised; WAKE is called with each one's resource.
+ */
+int64
+fl_lease_raise(int64 above, void (*wake)(text *resource))
+{
+	Datum values[2];
+	FlSession s;
+	uint64 raised;
+
+	values[0] = Int64GetDatum(above);
+	values[1] = TimestampTzGetDatum(GetCurrentTimestamp());
+	fl_begin(&s);
+	raised = fl_run(&raise_leases, values, NULL, false);
+	for (uint64 r = 0; r < raised; r++)
+	{
+		bool isnull;
+		Datum resource = SPI_getbinval(SPI_tuptable->vals[r], SPI_tuptable->tupdesc, 1, &isnull);
+
+		wake(DatumGetTextPP(resource));
+	}
+	fl_run(&raise_floor, values, NULL, false);
+	fl_end(&s);
+	return (int64) raised;
+}

@@ -1,0 +1,37 @@
+/*
+ * leasetable.h — fencelock.lease and fencelock.fence_floor: every statement on them and the lease
+ * rule (leasetable.c).  The callers run no SQL of their own on these tables.
+ */
+#ifndef FENCELOCK_LEASETABLE_H
+#define FENCELOCK_LEASETABLE_H
+
+#include "postgres.h"
+
+#include "fencelock.h"
+#include "lease.h"
+
+/* Fences, and their durability */
+extern int64 fl_timeline_base(void);
+extern void fl_commit_durably(void);
+
+/* Grants, renewals, releases: the direct path where it is equivalent, else the statements */
+extern void fl_lease_grant(text *resource, text *owner, TimestampTz now, TimestampTz expires,
+						   FlApi api, Name holder, int64 session, bool want_expiry, FlGrant *g);
+extern int64 fl_lease_owner_change(text *resource, text *owner, TimestampTz now,
+								   TimestampTz expires, bool release, FlApi api);
+extern bool fl_lease_holds(text *resource, text *owner);
+
+/* Fences read, rows locked against grants, and who may lock them */
+extern bool fl_lease_fence(text *resource, int64 *fence);
+extern char *fl_lease_holder(text *resource, bool *found);
+extern void fl_lease_lock(text *resource, bool *found, int64 *fence, NameData *holder,
+						  bool *holder_null);
+extern bool fl_lease_holder_member(Oid role, const char *holder);
+
+/* Purge, revoke, a session's end, raise_fences */
+extern int64 fl_lease_purge(FlApi api, TimestampTz cutoff, TimestampTz now);
+extern bool fl_lease_revoke(text *resource, TimestampTz now, int64 *fence);
+extern uint64 fl_lease_end_session(Datum resources, int64 session, TimestampTz now);
+extern int64 fl_lease_raise(int64 above, void (*wake)(text *resource));
+
+#endif /* FENCELOCK_LEASETABLE_H */

@@ -1,0 +1,12 @@
+/*
+ * notify.h — lease events on channel "fencelock" (notify.c; fencelock.notify = on).
+ */
+#ifndef FENCELOCK_NOTIFY_H
+#define FENCELOCK_NOTIFY_H
+
+#include "postgres.h"
+
+#define FENCELOCK_NOTIFY_CHANNEL "fencelock"
+extern void fl_notify(const char *event, text *resource, int64 fence, const char *holder);
+
+#endif /* FENCELOCK_NOTIFY_H */

@@ -1,0 +1,145 @@
+-- The lease rule is written twice in src/leasetable.c: as the SQL of the statements and in C for
+-- the direct path (src/leaserow.c changes a row without a statement).  This replays one script of
+-- grants, renewals, releases, expiries, lock delays, session ends, revokes and the row locks of
+-- assert_fence (those of a lease-bound write) through both, step by step (fencelock.direct_path on, then off, on resources of their own),
+-- and compares every answer and every lease and history row after it: in READ COMMITTED and
+-- REPEATABLE READ, on the lease table as installed, on one a superuser changed (a column added,
+-- one dropped), and in databases at 0.1.0 and 0.2.0, whose statements and rules differ.
+-- A step where the paths disagree shows both answers and both rows.
+\set VERBOSITY terse
+SELECT current_database() AS regress_db \gset
+-- Fences from 1, whatever the tests before left.
+TRUNCATE fencelock.lease, fencelock.fence_floor, fencelock.history;
+
+-- The replay (diff_step), in a file of its own: the same in every database below.
+\i test/sql/include/lease_rule_diff_step.sql
+
+-- == As installed, READ COMMITTED ==
+SET fencelock.history = on;
+-- A first grant inserts the row (always a statement); the rest change it.
+SELECT * FROM diff_step($$fencelock.acquire(%1$L || 'a', 'alice', '400ms')$$);
+SELECT * FROM diff_step($$fencelock.acquire(%1$L || 'a', 'alice', '400ms')$$);
+SELECT * FROM diff_step($$fencelock.acquire(%1$L || 'a', 'bob', '400ms')$$);
+SELECT * FROM diff_step($$fencelock.renew(%1$L || 'a', 'bob', '400ms')$$);
+SELECT * FROM diff_step($$fencelock.renew(%1$L || 'a', 'alice', '400ms')$$);
+SELECT * FROM diff_step($$fencelock.release(%1$L || 'a', 'bob')$$);
+SELECT * FROM diff_step($$fencelock.current_fence(%1$L || 'a')$$);
+SELECT * FROM diff_step($$fencelock.acquire(%1$L || 'b', 'carol', '400ms')$$);
+SELECT * FROM diff_step($$fencelock.release(%1$L || 'b', 'carol')$$);
+SELECT * FROM diff_step($$fencelock.release(%1$L || 'b', 'carol')$$);
+SELECT * FROM diff_step($$fencelock.renew(%1$L || 'b', 'carol', '400ms')$$);
+-- After a release: granted again, 'r'.
+SELECT * FROM diff_step($$fencelock.acquire(%1$L || 'b', 'dave', '400ms')$$);
+-- A lease with a lock delay: it outlives its deadline for other owners, not for its own.
+SET fencelock.lock_delay = '1200ms';
+SELECT * FROM diff_step($$fencelock.acquire(%1$L || 'c', 'erin', '300ms')$$);
+SELECT * FROM diff_step($$fencelock.acquire(%1$L || 'd', 'fred', '300ms')$$);
+RESET fencelock.lock_delay;
+SELECT pg_sleep(0.7);
+-- a, b and c, d have expired; c, d are inside their lock delay.
+SELECT * FROM diff_step($$fencelock.renew(%1$L || 'a', 'alice', '400ms')$$);
+SELECT * FROM diff_step($$fencelock.release(%1$L || 'b', 'dave')$$);
+SELECT * FROM diff_step($$fencelock.acquire(%1$L || 'a', 'alice', '400ms')$$);
+SELECT * FROM diff_step($$fencelock.acquire(%1$L || 'b', 'alice', '400ms')$$);
+SELECT * FROM diff_step($$fencelock.acquire(%1$L || 'c', 'gina', '400ms')$$);
+SELECT * FROM diff_step($$fencelock.acquire(%1$L || 'd', 'fred', '400ms')$$);
+SELECT * FROM diff_step($$fencelock.renew(%1$L || 'c', 'erin', '400ms')$$);
+SELECT pg_sleep(0.9);
+-- c's delay is over: another owner takes it over.
+SELECT * FROM diff_step($$fencelock.acquire(%1$L || 'c', 'gina', '10s')$$);
+-- Sessions: a lease bound to this session, then (as if the session had ended) to a session that
+-- is gone: free for anyone.
+SELECT * FROM diff_step($$fencelock.acquire(%1$L || 'e', 'hal', '10s', wait => '0', session => true)$$);
+SELECT * FROM diff_step($$fencelock.acquire(%1$L || 'e', 'ivy', '10s')$$);
+UPDATE fencelock.lease SET session_id = 9223372036854775807 WHERE resource LIKE '_:e';
+SELECT * FROM diff_step($$fencelock.renew(%1$L || 'e', 'hal', '10s')$$);
+SELECT * FROM diff_step($$fencelock.acquire(%1$L || 'e', 'ivy', '10s')$$);
+-- The same owner without session => true unbinds its live lease.
+SELECT * FROM diff_step($$fencelock.acquire(%1$L || 'f', 'jo', '10s', wait => '0', session => true)$$);
+SELECT * FROM diff_step($$fencelock.acquire(%1$L || 'f', 'jo', '10s')$$);
+-- A revoke: nobody holds the lease; the holder's calls are refused; the next grant is above it.
+SELECT * FROM diff_step($$fencelock.revoke(%1$L || 'c')$$);
+SELECT * FROM diff_step($$fencelock.renew(%1$L || 'c', 'gina', '10s')$$);
+SELECT * FROM diff_step($$fencelock.release(%1$L || 'c', 'gina')$$);
+SELECT * FROM diff_step($$fencelock.acquire(%1$L || 'c', 'gina', '10s')$$);
+-- assert_fence locks the row (directly, or FOR SHARE): the current fence passes, others fail.
+SELECT * FROM diff_step($$fencelock.assert_fence(%1$L || 'c', fencelock.current_fence(%1$L || 'c'))$$);
+SELECT * FROM diff_step($$fencelock.assert_fence(%1$L || 'c', 1)$$);
+SELECT * FROM diff_step($$fencelock.assert_fence(%1$L || 'zz', 1)$$);
+-- In a read-only transaction the row cannot be locked, either way.
+BEGIN READ ONLY;
+SELECT * FROM diff_step($$fencelock.assert_fence(%1$L || 'c', fencelock.current_fence(%1$L || 'c'))$$);
+COMMIT;
+-- A grant and a release in one statement: the second sees the first (the command counter).
+SELECT * FROM diff_step($$(SELECT fencelock.acquire(%1$L || 'g', 'kim', '10s') + fencelock.acquire(%1$L || 'g', 'kim', '10s') FROM (VALUES (1)) AS v)$$);
+SELECT * FROM diff_step($$(fencelock.release(%1$L || 'g', 'kim') AND NOT fencelock.release(%1$L || 'g', 'kim'))$$);
+-- Bad input is refused the same way.
+SELECT * FROM diff_step($$fencelock.acquire(%1$L || 'h', '', '10s')$$);
+SELECT * FROM diff_step($$fencelock.renew(%1$L || 'h', 'x', '-1s')$$);
+
+-- == REPEATABLE READ: both paths are the statements'; the answers stay the same ==
+BEGIN ISOLATION LEVEL REPEATABLE READ;
+SELECT * FROM diff_step($$fencelock.acquire(%1$L || 'g', 'kim', '10s')$$);
+SELECT * FROM diff_step($$fencelock.acquire(%1$L || 'g', 'kim', '10s')$$);
+SELECT * FROM diff_step($$fencelock.acquire(%1$L || 'g', 'lee', '10s')$$);
+SELECT * FROM diff_step($$fencelock.renew(%1$L || 'g', 'kim', '10s')$$);
+SELECT * FROM diff_step($$fencelock.release(%1$L || 'g', 'kim')$$);
+COMMIT;
+
+-- == A lease table a superuser changed: a column added, one dropped (attribute numbers move) ==
+ALTER TABLE fencelock.lease ADD COLUMN gone pg_catalog.int4;
+ALTER TABLE fencelock.lease ADD COLUMN note pg_catalog.text DEFAULT 'kept';
+ALTER TABLE fencelock.lease DROP COLUMN gone;
+SELECT * FROM diff_step($$fencelock.acquire(%1$L || 'a', 'alice', '10s')$$);
+SELECT * FROM diff_step($$fencelock.acquire(%1$L || 'a', 'bob', '10s')$$);
+SELECT * FROM diff_step($$fencelock.acquire(%1$L || 'i', 'bob', '300ms')$$);
+SELECT * FROM diff_step($$fencelock.renew(%1$L || 'i', 'bob', '300ms')$$);
+SELECT pg_sleep(0.5);
+SELECT * FROM diff_step($$fencelock.acquire(%1$L || 'i', 'alice', '10s')$$);
+SELECT * FROM diff_step($$fencelock.release(%1$L || 'a', 'alice')$$);
+SELECT * FROM diff_step($$fencelock.acquire(%1$L || 'a', 'carol', '10s')$$);
+SELECT count(*) FILTER (WHERE note = 'kept') AS kept, count(*) AS rows
+  FROM fencelock.lease WHERE resource LIKE '_:_';
+ALTER TABLE fencelock.lease DROP COLUMN note;
+RESET fencelock.history;
+DELETE FROM fencelock.lease WHERE resource LIKE '_:_';
+DELETE FROM fencelock.history WHERE resource LIKE '_:_';
+
+-- == Databases at 0.1.0 and 0.2.0: their own statements and rules ==
+\c postgres
+CREATE DATABASE fencelock_rule_010;
+CREATE DATABASE fencelock_rule_020;
+\c fencelock_rule_010
+CREATE EXTENSION fencelock VERSION '0.1.0';
+\i test/sql/include/lease_rule_diff_step.sql
+SELECT * FROM diff_step($$fencelock.acquire(%1$L || 'a', 'alice', '300ms')$$);
+SELECT * FROM diff_step($$fencelock.acquire(%1$L || 'a', 'alice', '300ms')$$);
+SELECT * FROM diff_step($$fencelock.acquire(%1$L || 'a', 'bob', '300ms')$$);
+SELECT * FROM diff_step($$fencelock.renew(%1$L || 'a', 'alice', '300ms')$$);
+SELECT pg_sleep(0.5);
+SELECT * FROM diff_step($$fencelock.renew(%1$L || 'a', 'alice', '300ms')$$);
+SELECT * FROM diff_step($$fencelock.acquire(%1$L || 'a', 'alice', '300ms')$$);
+SELECT * FROM diff_step($$fencelock.acquire(%1$L || 'a', 'alice', '300ms')$$);
+SELECT * FROM diff_step($$fencelock.release(%1$L || 'a', 'alice')$$);
+SELECT * FROM diff_step($$fencelock.acquire(%1$L || 'a', 'bob', '300ms')$$);
+\c fencelock_rule_020
+CREATE EXTENSION fencelock VERSION '0.1.0';
+ALTER EXTENSION fencelock UPDATE TO '0.2.0';
+\i test/sql/include/lease_rule_diff_step.sql
+SET fencelock.history = on;
+SELECT * FROM diff_step($$fencelock.acquire(%1$L || 'a', 'alice', '300ms')$$);
+SELECT * FROM diff_step($$fencelock.acquire(%1$L || 'a', 'bob', '300ms')$$);
+SET fencelock.lock_delay = '800ms';
+SELECT * FROM diff_step($$fencelock.acquire(%1$L || 'b', 'carol', '300ms')$$);
+RESET fencelock.lock_delay;
+SELECT pg_sleep(0.5);
+SELECT * FROM diff_step($$fencelock.acquire(%1$L || 'a', 'bob', '300ms')$$);
+SELECT * FROM diff_step($$fencelock.acquire(%1$L || 'b', 'dave', '300ms')$$);
+SELECT * FROM diff_step($$fencelock.acquire(%1$L || 'b', 'carol', '300ms')$$);
+SELECT * FROM diff_step($$fencelock.release(%1$L || 'b', 'carol')$$);
+SELECT * FROM diff_step($$fencelock.acquire(%1$L || 'b', 'dave', '300ms')$$);
+\c :regress_db
+DROP DATABASE fencelock_rule_010;
+DROP DATABASE fencelock_rule_020;
+DROP FUNCTION diff_step(text);
+DROP FUNCTION diff_rows(text);
