@@ -1,13 +1,16 @@
 #!/usr/bin/env bash
-# Client examples and monitoring, against a running throwaway cluster: the Python and Node
-# programs of examples/ (a fenced job, a task-table worker, each frozen with SIGSTOP past its
-# lease) and contrib/prometheus/fencelock-queries.yaml through prometheus-postgres-exporter.
+# Client examples and monitoring, against a running throwaway cluster: the Python, Node, Java
+# and Go programs of examples/ (a fenced job, a task-table worker, each frozen with SIGSTOP past
+# its lease; doc/clients.md lists the scenarios) and contrib/prometheus/fencelock-queries.yaml
+# through prometheus-postgres-exporter.
 #
 # Needs PGHOST, PGPORT, PGUSER (a superuser), PGDATABASE of a cluster started with
 # shared_preload_libraries = 'fencelock' and the extension installed; creates its own database
 # fencelock_clients and role fencelock_exporter there.  Installs python3-psycopg,
-# prometheus-postgres-exporter (apt-get, as root) and examples/node's modules (npm ci) when
-# missing.  Prints "ok N - ..." / "not ok N - ..." per check, then "clients: N passed, M failed";
+# prometheus-postgres-exporter, Java's and Go's Debian packages (apt-get, as root) and
+# examples/node's modules (npm ci) when missing; builds examples/java with Maven from
+# /usr/share/maven-repo alone and examples/go in GOPATH mode (examples/go/build.sh), both in
+# the background while Python and Node run.  Prints "ok N - ..." / "not ok N - ..." per check, then "clients: N passed, M failed";
 # exit status 0 only when every check passed.
 set -uo pipefail
 cd "$(dirname "$0")/.."
@@ -21,7 +24,12 @@ DB=fencelock_clients
 
 # -- dependencies ------------------------------------------------------------------------------
 missing=()
-for p in python3-psycopg prometheus-postgres-exporter nodejs npm; do
+# Java: Maven builds from Debian's repository (/usr/share/maven-repo) and nothing else; Go: pgx v4
+# as GOPATH sources (/usr/share/gocode), Debian 12 has no pgx v5.
+java_pkgs=(openjdk-17-jdk-headless maven libpostgresql-jdbc-java junit4 libmaven-compiler-plugin-java
+	libmaven-resources-plugin-java libmaven-jar-plugin-java libsurefire-java)
+go_pkgs=(golang-go golang-github-jackc-pgx-v4-dev)
+for p in python3-psycopg prometheus-postgres-exporter nodejs npm "${java_pkgs[@]}" "${go_pkgs[@]}"; do
 	dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'install ok installed' || missing+=("$p")
 done
 # node and npm may come from elsewhere than Debian's packages: only install what is not there.
@@ -42,9 +50,10 @@ fi
 # -- harness -----------------------------------------------------------------------------------
 work=$(mktemp -d /tmp/fencelock-clients.XXXXXX)
 chmod 755 "$work"
-exporter_pid=
+exporter_pid= build_pid=
 cleanup() {
 	[ -z "$exporter_pid" ] || { kill "$exporter_pid" 2>/dev/null; wait "$exporter_pid" 2>/dev/null; }
+	[ -z "$build_pid" ] || { kill "$build_pid" 2>/dev/null; wait "$build_pid" 2>/dev/null; }
 	[ -n "${KEEP:-}" ] || rm -rf "$work"
 }
 trap cleanup EXIT
@@ -100,7 +109,8 @@ CREATE EXTENSION fencelock;
 CREATE TABLE report_runs (resource text PRIMARY KEY, step integer, written_by text, last_fence bigint);
 CREATE TRIGGER fence BEFORE UPDATE ON report_runs FOR EACH ROW
     EXECUTE FUNCTION fencelock.fence_trigger('last_fence');
-INSERT INTO report_runs (resource) VALUES ('report:py'), ('report:node'), ('report:metrics');
+INSERT INTO report_runs (resource) VALUES ('report:py'), ('report:node'), ('report:java'), ('report:go'),
+    ('report:metrics');
 SQL
 export PGDATABASE=$DB
 
@@ -166,6 +176,22 @@ run_lang() {
 	expect "$lang: frozen job: the row holds worker-b's write, none of worker-a's after the takeover" \
 		'[ "$(q -c "SELECT written_by || last_fence FROM report_runs WHERE resource = '"'$res'"'")" = "worker-b$fb" ]'
 
+	# Revoke: an operator frees the lease while the job works; the watchdog's next renewal (at
+	# most ttl/3 = 1 s later) is refused and stops the work; up to a second more to release and
+	# exit (the work alone would last 30 s, the lease 3 s).
+	$job --resource "$res" --name revoked --ttl 3 --steps 2 --work 30 >"$out/revoke" 2>&1 &
+	pa=$!
+	wait_for 'grep -qs "step 1 written" "$out/revoke"' 100
+	t0=$(now_ms)
+	q -c "SELECT fencelock.revoke('$res')" >/dev/null
+	finish "$pa"
+	st=$?
+	ms=$(elapsed "$t0")
+	expect "$lang: revoke: the watchdog stops the running work within ttl/3 (exit 3 ${ms} ms after the revoke; ttl/3 = 1000 ms; release refused)" \
+		'[ $st -eq 3 ] && [ "$ms" -lt 2000 ] &&
+		 grep -q "revoked: lease lost, work stopped: the lease expired or was taken over; released: [Ff]alse" "$out/revoke" &&
+		 ! grep -q "step 2 written" "$out/revoke"' "$out/revoke"
+
 	# Two workers, jobs longer than the ttl: heartbeats keep each job with its worker.
 	$worker --table "jobs_$lang" --name w1 --ttl 2 --steps 4 --step-time 0.7 --exit-when-idle >"$out/w1" 2>&1 &
 	pa=$!
@@ -196,7 +222,7 @@ run_lang() {
 	st=$?
 	expect "$lang: walkthrough: frozen worker-a's late write is refused with FL001, surfaced as StaleFence, and it drops the job" \
 		'[ $st -eq 0 ] && [ $fb -eq 0 ] &&
-		 grep -q "worker-a: dropped task-91: StaleFence: fence 1 is older than the stored fence 2" "$out/task-a" &&
+		 grep -q "worker-a: dropped task-91: StaleFence[A-Za-z]*: fence 1 is older than the stored fence 2" "$out/task-a" &&
 		 ! grep -q "worker-a: completed" "$out/task-a"' "$out/task-a" "$out/task-b"
 	expect "$lang: walkthrough: task-91 ends done by worker-b, attempt 2, checkpoint step-12, worker-b's result" \
 		'[ "$(q -F"|" -c "SELECT state, lease_owner, attempt_id, checkpoint, result FROM tasks_'$lang'")" = \
@@ -239,6 +265,116 @@ typed_errors_node() {
 		process.exitCode = JSON.stringify(got) === JSON.stringify(["Unfenced<FL002", "StaleFence<FL001", "error:22012"]) ? 0 : 1;')
 }
 
+# -- Java and Go: built and unit-tested in the background while Python and Node run -------------
+JAVA_CP=examples/java/target/fencelock-0.4.0.jar:/usr/share/java/postgresql.jar
+go_env() { env GO111MODULE=off GOPATH="$root/examples/go/.gopath:/usr/share/gocode" GOFLAGS= \
+	GOCACHE="${GOCACHE:-$root/examples/go/.gopath/cache}" "$@"; }
+build_java_go() { # each build's status and milliseconds into $work/BUILD.status
+	local t
+	t=$(now_ms)
+	rm -rf examples/java/target
+	# JUnit's failures are counted below; the jar is built for the programs all the same.
+	(cd examples/java && mvn -B -q -Dstyle.color=never -s debian-settings.xml \
+		-Dmaven.repo.local="$work/maven-repo" -Dmaven.test.failure.ignore=true package) >"$work/java-build" 2>&1
+	echo "$? $(elapsed "$t")" >"$work/java-build.status"
+	t=$(now_ms)
+	rm -rf examples/go/bin
+	go_env sh examples/go/build.sh test -count=1 -v >"$work/go-build" 2>&1
+	echo "$? $(elapsed "$t")" >"$work/go-build.status"
+}
+
+typed_errors_java() {
+	cat >"$work/TypedErrors.java" <<'JAVA'
+import fencelock.Fencelock;
+import java.sql.Connection;
+import java.sql.SQLException;
+import java.sql.Statement;
+
+public class TypedErrors {
+    public static void main(String[] args) throws Exception {
+        String[] queries = {"UPDATE report_runs SET step = 0 WHERE resource = 'report:java'",
+            "UPDATE report_runs SET last_fence = 0 WHERE resource = 'report:java'", "SELECT 1/0"};
+        StringBuilder got = new StringBuilder();
+        try (Connection c = Fencelock.fromEnvironment().connect(); Statement s = c.createStatement()) {
+            for (String q : queries) {
+                String outcome = "none";
+                try {
+                    Fencelock.translated(() -> s.execute(q));
+                } catch (SQLException e) {
+                    outcome = e.getClass().getSimpleName() + ":" + e.getSQLState()
+                        + (e.getCause() instanceof SQLException ? "<" + ((SQLException) e.getCause()).getSQLState() : "");
+                }
+                got.append(got.length() > 0 ? " " : "").append(outcome);
+            }
+        }
+        System.out.println(got);
+        System.exit(got.toString().equals(
+            "UnfencedException:FL002<FL002 StaleFenceException:FL001<FL001 PSQLException:22012") ? 0 : 1);
+    }
+}
+JAVA
+	java -cp "$JAVA_CP" "$work/TypedErrors.java"
+}
+
+typed_errors_go() {
+	cat >"$work/typed_errors.go" <<'GO'
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"strings"
+
+	"example.com/fencelock"
+	"github.com/jackc/pgconn"
+	"github.com/jackc/pgx/v4"
+)
+
+func main() {
+	ctx := context.Background()
+	c, err := pgx.Connect(ctx, "")
+	if err != nil {
+		panic(err)
+	}
+	defer c.Close(ctx)
+	var got []string
+	for _, q := range []string{"UPDATE report_runs SET step = 0 WHERE resource = 'report:go'",
+		"UPDATE report_runs SET last_fence = 0 WHERE resource = 'report:go'", "SELECT 1/0"} {
+		_, err := c.Exec(ctx, q)
+		err = fencelock.Translate(err)
+		var fe *fencelock.Error
+		var pe *pgconn.PgError
+		outcome := "none"
+		switch {
+		case errors.As(err, &fe) && errors.As(err, &pe):
+			outcome = fmt.Sprintf("%s:%s<%s", fe.Kind, fe.SQLState, pe.Code)
+		case errors.As(err, &pe):
+			outcome = "PgError:" + pe.Code
+		}
+		if errors.Is(err, fencelock.ErrStaleFence) != (outcome == "StaleFence:FL001<FL001") {
+			outcome += "(errors.Is is wrong)"
+		}
+		got = append(got, outcome)
+	}
+	fmt.Println(strings.Join(got, " "))
+	if strings.Join(got, " ") != "Unfenced:FL002<FL002 StaleFence:FL001<FL001 PgError:22012" {
+		os.Exit(1)
+	}
+}
+GO
+	go_env go run "$work/typed_errors.go"
+}
+
+build_status() { # build_status NAME: "STATUS MS" once the build has finished
+	while [ ! -s "$work/$1.status" ] && kill -0 "$build_pid" 2>/dev/null; do sleep 0.2; done
+	cat "$work/$1.status" 2>/dev/null || echo "1 0"
+}
+
+build_java_go &
+build_pid=$!
+
 t_start=$(now_ms)
 run_lang py "$PY examples/python/fenced_job.py" "$PY examples/python/task_worker.py"
 typed_errors_py >"$work/py/typed" 2>&1
@@ -246,6 +382,35 @@ result "py: FL002 raises Unfenced, FL001 StaleFence, other errors stay psycopg's
 run_lang node "node examples/node/fenced-job.mjs" "node examples/node/task-worker.mjs"
 typed_errors_node >"$work/node/typed" 2>&1
 result "node: FL002 rejects with Unfenced, FL001 StaleFence (cause kept), other errors stay pg's" $? "$work/node/typed"
+
+read -r st ms < <(build_status java-build)
+# JUnit's counts, summed over the test classes' reports: run, failed, errors, skipped.
+read -r jn jf je js < <(cat examples/java/target/surefire-reports/*.txt 2>/dev/null | awk -F'[:,] *' '
+	/^Tests run:/ { n += $2; f += $4; e += $6; s += $8; seen = 1 }
+	END { print seen ? n " " f " " e " " s : "0 1 1 1" }')
+expect "java: mvn package offline from /usr/share/maven-repo ($((ms / 1000)) s); JUnit: $jn tests, $((jf + je)) failed, $js skipped" \
+	'[ "$st" = 0 ] && [ "$jn" -gt 0 ] && [ "$jf$je$js" = 000 ] && [ -f examples/java/target/fencelock-0.4.0.jar ]' \
+	"$work/java-build" examples/java/target/surefire-reports/fencelock.FencedLeaseTest.txt
+if [ -f examples/java/target/fencelock-0.4.0.jar ]; then
+	run_lang java "java -cp $JAVA_CP fencelock.examples.FencedJob" "java -cp $JAVA_CP fencelock.examples.TaskWorker"
+	typed_errors_java >"$work/java/typed" 2>&1
+	result "java: FL002 throws UnfencedException, FL001 StaleFenceException (cause kept), other errors stay PgJDBC's" $? "$work/java/typed"
+fi
+
+read -r st ms < <(build_status go-build)
+gopass=$(grep -c '^--- PASS' "$work/go-build" || true)
+gofail=$(grep -c '^--- FAIL' "$work/go-build" || true)
+goskip=$(grep -c '^--- SKIP' "$work/go-build" || true)
+expect "go: build.sh (GOPATH mode, Debian's pgx v4) builds both programs ($((ms / 1000)) s); go test: $gopass passed, $gofail failed, $goskip skipped" \
+	'[ "$st" = 0 ] && [ "$gopass" -gt 0 ] && [ "$gofail$goskip" = 00 ] &&
+	 [ -x examples/go/bin/fenced-job ] && [ -x examples/go/bin/task-worker ]' "$work/go-build"
+if [ -x examples/go/bin/fenced-job ] && [ -x examples/go/bin/task-worker ]; then
+	run_lang go examples/go/bin/fenced-job examples/go/bin/task-worker
+	typed_errors_go >"$work/go/typed" 2>&1
+	result "go: FL002 is ErrUnfenced, FL001 ErrStaleFence (errors.Is; the *pgconn.PgError kept), other errors stay pgx's" $? "$work/go/typed"
+fi
+wait "$build_pid"
+build_pid=
 
 # -- monitoring --------------------------------------------------------------------------------
 scrape() { # scrape FILE: the exporter's /metrics into FILE

@@ -197,7 +197,7 @@ run_major() {
 			tally chaos "$status" $((status == 0)) $((status != 0)) $((SECONDS - t)) "$dir/chaos.log"
 			;;
 		clients)
-			# The Python and Node examples and the Prometheus exporter (scripts/test-clients.sh),
+			# The Python, Node, Java and Go examples and the Prometheus exporter (scripts/test-clients.sh),
 			# as root: it installs what it needs.  Counted check by check.
 			echo "== pg $major clients"
 			local status=0 ok bad

@@ -1,0 +1,70 @@
+package fencelock.examples;
+
+import fencelock.BusyException;
+import fencelock.FencedLease;
+import fencelock.Fencelock;
+import fencelock.LeaseLostException;
+import fencelock.StaleFenceException;
+import java.util.Map;
+import java.util.Set;
+import java.util.UUID;
+
+/**
+ * A fenced job: one worker at a time runs it; a paused worker's late writes are refused. The
+ * table and the exit statuses are those of examples/python/fenced_job.py:
+ *
+ * <pre>
+ * CREATE TABLE report_runs (resource text PRIMARY KEY, step integer, written_by text,
+ *                           last_fence bigint);
+ * CREATE TRIGGER fence BEFORE UPDATE ON report_runs FOR EACH ROW
+ *     EXECUTE FUNCTION fencelock.fence_trigger('last_fence');
+ * INSERT INTO report_runs (resource) VALUES ('report:daily');
+ *
+ * java -cp target/fencelock-0.4.0.jar:/usr/share/java/postgresql.jar fencelock.examples.FencedJob \
+ *     --name worker-a --ttl 30 --steps 5 --work 2
+ * </pre>
+ *
+ * Connection settings come from PG* environment variables. Exit status: 0 done, 2 busy, 3 lease
+ * lost (the watchdog stopped the work), 4 stale fence (a write was refused with FL001).
+ */
+public final class FencedJob {
+    public static void main(String[] argv) throws Exception {
+        Args a = new Args(argv, Set.of(), Map.of("resource", "report:daily", "name", "worker",
+                "ttl", "30", "wait", "0", "steps", "5", "work", "1"));
+        String name = a.str("name");
+        FencedLease lease;
+        try {
+            lease = FencedLease.acquire(Fencelock.fromEnvironment(), a.str("resource"),
+                    name + ":" + UUID.randomUUID(), a.seconds("ttl"), a.seconds("wait"));
+        } catch (BusyException e) {
+            say(name, "busy: " + e.getMessage());
+            System.exit(2);
+            return;
+        }
+        int status = 0;
+        String outcome = "done";
+        try (lease) {
+            say(name, "acquired " + a.str("resource") + " with fence " + lease.fence());
+            for (int step = 1; step <= a.integer("steps"); step++) {
+                // Every write carries the fence: after a takeover it is refused (StaleFence).
+                lease.update("UPDATE report_runs SET step = ?, written_by = ?, last_fence = ? WHERE resource = ?",
+                        step, name, lease.fence(), a.str("resource"));
+                say(name, "step " + step + " written with fence " + lease.fence());
+                lease.sleep(a.seconds("work")); // the work; throws at once if the lease is lost
+            }
+        } catch (LeaseLostException e) {
+            status = 3;
+            outcome = "lease lost, work stopped: " + e.getMessage();
+        } catch (StaleFenceException e) {
+            status = 4;
+            outcome = "stale fence, stopped: " + e.getMessage();
+        }
+        say(name, outcome + "; released: " + lease.released());
+        System.exit(status);
+    }
+
+    static void say(String name, String msg) {
+        System.out.println(name + ": " + msg);
+        System.out.flush();
+    }
+}
