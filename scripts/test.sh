@@ -31,7 +31,7 @@ usage() {
 fl_suites_of() {
 	case $1 in
 	17) echo "regress isolation" ;;
-	15) echo "regress isolation tap chaos clients" ;;
+	15) echo "regress isolation tap chaos clients patroni" ;;
 	*) echo "regress isolation tap chaos" ;;
 	esac
 }
@@ -195,6 +195,19 @@ run_major() {
 				PGDATABASE=chaos bash test/chaos/run-short.sh" >"$dir/chaos.log" 2>&1 || status=$?
 			cat "$dir/chaos.log"
 			tally chaos "$status" $((status == 0)) $((status != 0)) $((SECONDS - t)) "$dir/chaos.log"
+			;;
+		patroni)
+			# Two Patroni-managed nodes and an etcd (scripts/test-patroni.sh), as root: it installs
+			# what it needs.  Counted check by check.
+			echo "== pg $major patroni"
+			local status=0 ok bad
+			t=$SECONDS
+			(cd "$tree" && PG_BIN="$PG_BIN" bash scripts/test-patroni.sh) >"$dir/patroni.log" 2>&1 || status=$?
+			cat "$dir/patroni.log"
+			ok=$(grep -cE '^ok [0-9]+ ' "$dir/patroni.log" || true)
+			bad=$(grep -cE '^not ok [0-9]+ ' "$dir/patroni.log" || true)
+			[ "$status" -eq 0 ] || [ "$bad" -gt 0 ] || bad=1
+			tally patroni "$status" "$ok" "$bad" $((SECONDS - t)) "$dir/patroni.log"
 			;;
 		clients)
 			# The Python, Node, Java and Go examples and the Prometheus exporter (scripts/test-clients.sh),
