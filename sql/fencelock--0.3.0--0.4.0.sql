@@ -28,3 +28,17 @@ RETURNS pg_catalog.int8
 AS 'MODULE_PATHNAME', 'fencelock_raise_fences'
 LANGUAGE C VOLATILE;
 REVOKE EXECUTE ON FUNCTION fencelock.raise_fences(pg_catalog.int8) FROM PUBLIC;
+-- == who may take which lease (issue 22) ==
+-- A release and a renew that name their grant: they act only on the grant with that fence, so a
+-- retried release whose first try committed cannot free the same owner's newer lease.
+CREATE FUNCTION fencelock.release(resource pg_catalog.text, owner pg_catalog.text,
+                                  fence pg_catalog.int8)
+RETURNS pg_catalog.bool
+AS 'MODULE_PATHNAME', 'fencelock_release_grant'
+LANGUAGE C VOLATILE;
+
+CREATE FUNCTION fencelock.renew(resource pg_catalog.text, owner pg_catalog.text,
+                                ttl pg_catalog.interval, fence pg_catalog.int8)
+RETURNS pg_catalog.bool
+AS 'MODULE_PATHNAME', 'fencelock_renew_grant'
+LANGUAGE C VOLATILE;

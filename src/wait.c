@@ -138,26 +138,36 @@ fl_queued_ahead(text *resource, text *owner)
  * round (no grant, no row lock) survives it.  Grants are counted once kept.  Returns -1 when all
  * were granted, else the index of the first resource not had; *holder_expires is then when its
  * holder's lease runs out (0 when unknown).
+ *
+ * A round before DEADLINE (a waiting acquire) may wait for another transaction's row lock on a
+ * lease row (a release that has not committed yet), but no longer than until the deadline (issue
+ * 22): its lock waits are bounded by lock_timeout, and a wait past it makes the resource busy.  A
+ * round at the deadline (wait => '0') waits for no row lock at all (fl_try_acquire's NOWAIT).
  */
 static int
-fl_round(text **res, int n, text *owner, int64 ttl, bool fair, FlGrant *grants,
-		 TimestampTz *holder_expires)
+fl_round(text **res, int n, text *owner, int64 ttl, bool fair, TimestampTz deadline,
+		 FlGrant *grants, TimestampTz *holder_expires)
 {
 	FlSubxact x;
-	int busy = -1;
+	int64 left_ms = (deadline - GetCurrentTimestamp()) / 1000;
+	volatile int busy = -1;
+	volatile int tried = 0;
 
 	*holder_expires = 0;
 	fl_subxact_begin(&x);
 	PG_TRY();
 	{
+		if (left_ms > 0)
+			fl_subxact_lock_timeout(left_ms);
 		for (int i = 0; i < n && busy < 0; i++)
 		{
 			memset(&grants[i], 0, sizeof(FlGrant));
+			tried = i;
 			if (fair && fl_queued_ahead(res[i], owner))
 				busy = i;
 			else
 			{
-				fl_try_acquire(res[i], owner, ttl, FL_API_0_2, true, &grants[i]);
+				fl_try_acquire(res[i], owner, ttl, FL_API_0_2, true, left_ms <= 0, &grants[i]);
 				if (!grants[i].granted)
 				{
 					busy = i;
@@ -168,8 +178,14 @@ fl_round(text **res, int n, text *owner, int64 ttl, bool fair, FlGrant *grants,
 	}
 	PG_CATCH();
 	{
-		fl_subxact_end(&x, false);
-		PG_RE_THROW();
+		/* A row lock held past the deadline: busy, with nothing of the round kept. */
+		if (!fl_subxact_end_if_busy(&x))
+		{
+			fl_subxact_end(&x, false);
+			PG_RE_THROW();
+		}
+		fl_count(FL_BUSY, 1);
+		return tried;
 	}
 	PG_END_TRY();
 	fl_subxact_end(&x, busy < 0);
@@ -235,7 +251,7 @@ fl_acquire_set(text **res, int n, text *owner, int64 ttl, TimestampTz deadline, 
 				/* A waiter whose client is gone must not take the lease it was woken for. */
 				if (waited)
 					fl_check_client();
-				busy = fl_round(res, n, owner, ttl, !once, grants, &holder_expires);
+				busy = fl_round(res, n, owner, ttl, !once, deadline, grants, &holder_expires);
 				if (busy < 0)
 				{
 					granted = true;
@@ -417,7 +433,7 @@ fencelock_release_all(PG_FUNCTION_ARGS)
 	int released = 0;
 
 	for (int i = 0; i < n; i++)
-		if (fl_release(resources[i], owner, FL_API_0_2))
+		if (fl_release(resources[i], owner, NULL, FL_API_0_2))
 			released++;
 	PG_RETURN_INT32(released);
 }
