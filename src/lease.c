@@ -15,6 +15,7 @@
 #include "leasetable.h"
 #include "miscadmin.h"
 #include "notify.h"
+#include "privilege.h"
 #include "session.h"
 #include "settings.h"
 #include "stats.h"
@@ -126,6 +127,7 @@ fl_acquire_sql(FunctionCallInfo fcinfo, FlApi api)
 	int64 ttl = fl_arg_ttl(fcinfo, 2);
 	FlGrant g;
 
+	fl_check_resource(resource);
 	fl_try_acquire(resource, owner, ttl, api, false, true, &g);
 	if (!g.granted)
 		PG_RETURN_NULL();
@@ -168,7 +170,10 @@ fl_renew_sql(FunctionCallInfo fcinfo, FlApi api, bool named)
 	text *owner = fl_arg_owner(fcinfo, 1);
 	int64 ttl = fl_arg_ttl(fcinfo, 2);
 	int64 grant = named ? fl_arg_fence(fcinfo, 3, FL_GRANT_HINT) : 0;
-	bool done = fl_owner_update(resource, owner, named ? &grant : NULL, ttl, false, api) >= 0;
+	bool done;
+
+	fl_check_resource(resource);
+	done = fl_owner_update(resource, owner, named ? &grant : NULL, ttl, false, api) >= 0;
 
 	if (done)
 		fl_count_at_commit(FL_RENEWALS, 1);
@@ -204,6 +209,7 @@ fl_release_sql(FunctionCallInfo fcinfo, FlApi api, bool named)
 	text *owner = fl_arg_owner(fcinfo, 1);
 	int64 grant = named ? fl_arg_fence(fcinfo, 2, FL_GRANT_HINT) : 0;
 
+	fl_check_resource(resource);
 	PG_RETURN_BOOL(fl_release(resource, owner, named ? &grant : NULL, api));
 }
 
@@ -287,8 +293,10 @@ fencelock_assert_fence(PG_FUNCTION_ARGS)
 	text *resource = fl_arg_resource(fcinfo, 0);
 	int64 fence = fl_arg_fence(fcinfo, 1, "Pass the fence that acquire returned.");
 	int64 current;
+	bool found;
 
-	bool found = fl_locked_fence(resource, &current);
+	fl_check_resource(resource);
+	found = fl_locked_fence(resource, &current);
 
 	if (found && fence == current)
 	{

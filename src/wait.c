@@ -24,6 +24,7 @@
 #include "lease.h"
 #include "leasetable.h"
 #include "miscadmin.h"
+#include "privilege.h"
 #include "session.h"
 #include "shmem.h"
 #include "stats.h"
@@ -319,6 +320,8 @@ fl_acquire_wait_sql(FunctionCallInfo fcinfo, bool session)
 
 	bool granted;
 
+	/* A role the resource is not open to is refused before it queues (privilege.c). */
+	fl_check_resource(resource);
 	/* The grants of this call bind the lease to this session (session.c), or unbind it. */
 	fl_grant_session = session ? fl_session_id() : 0;
 	PG_TRY();
@@ -413,8 +416,12 @@ fencelock_acquire_all(PG_FUNCTION_ARGS)
 			ereport(ERROR, (errcode(ERRCODE_INVALID_PARAMETER_VALUE),
 							errmsg("resource \"%s\" appears twice", text_to_cstring(*order[i])),
 							errhint("Pass each resource once.")));
+	/* All or nothing: every resource's privilege first, before anything is tried or queued. */
 	for (int i = 0; i < n; i++)
+	{
 		sorted[i] = *order[i];
+		fl_check_resource(sorted[i]);
+	}
 
 	/* All or none: a round that does not get every resource is rolled back (fl_acquire_set). */
 	if (!fl_acquire_set(sorted, n, owner, ttl, deadline, grants))
@@ -432,6 +439,8 @@ fencelock_release_all(PG_FUNCTION_ARGS)
 	text *owner = fl_arg_owner(fcinfo, 1);
 	int released = 0;
 
+	for (int i = 0; i < n; i++)
+		fl_check_resource(resources[i]);
 	for (int i = 0; i < n; i++)
 		if (fl_release(resources[i], owner, NULL, FL_API_0_2))
 			released++;
