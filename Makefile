@@ -10,6 +10,7 @@ OBJS = \
 	src/lease.o \
 	src/leaserow.o \
 	src/leasetable.o \
+	src/privilege.o \
 	src/key.o \
 	src/trigger.o \
 	src/inhguard.o \

@@ -24,10 +24,11 @@
 #include "flrun.h"
 
 #define ACQUIRE_SQL "SELECT fencelock.acquire($1, $2, $3::interval)"
-#define RENEW_SQL   "SELECT fencelock.renew($1, $2, $3::interval)"
-#define RELEASE_SQL "SELECT fencelock.release($1, $2)"
+/* Renew and release name their grant (0.4.0): a retry can never touch a newer lease. */
+#define RENEW_SQL   "SELECT fencelock.renew($1, $2, $3::interval, $4::bigint)"
+#define RELEASE_SQL "SELECT fencelock.release($1, $2, $3::bigint)"
 #define HOLDER_SQL                                                                                 \
-	"SELECT holder, fence, pg_catalog.round(pg_catalog.date_part('epoch', "                         \
+	"SELECT holder, fence, pg_catalog.round(pg_catalog.date_part('epoch', "                        \
 	"remaining)::pg_catalog.numeric, 1) FROM fencelock.leases "                                    \
 	"WHERE resource = $1 AND state = 'held'"
 
@@ -354,7 +355,7 @@ report_busy(const Options *opt, const Lease *lease, const char *waited)
 static void
 release_lease(const Options *opt, const Lease *lease)
 {
-	const char *params[2] = {opt->resource, opt->owner};
+	const char *params[3] = {opt->resource, opt->owner, lease->fence};
 	PGresult *res = NULL;
 	msec_t now = flrun_now();
 	msec_t limit = flrun_min(lease->deadline, now + call_limit(lease));
@@ -369,7 +370,7 @@ release_lease(const Options *opt, const Lease *lease)
 	flrun_stop_interrupts(false);
 	st = flrun_db_connect(limit);
 	if (st == FL_DB_OK)
-		st = flrun_db_query(RELEASE_SQL, 2, params, limit, &res, &sent);
+		st = flrun_db_query(RELEASE_SQL, 3, params, limit, &res, &sent);
 	if (st == FL_DB_OK && strcmp(one_value(res), "t") == 0)
 		flrun_trace("released \"%s\" (fence %s)", opt->resource, lease->fence);
 	else if (st == FL_DB_OK)
@@ -503,7 +504,7 @@ acquire_lease(const Options *opt, Lease *lease)
 static RenewResult
 renew_lease(const Options *opt, Lease *lease, char *why, size_t whylen)
 {
-	const char *params[3] = {opt->resource, opt->owner, lease->ttl_param};
+	const char *params[4] = {opt->resource, opt->owner, lease->ttl_param, lease->fence};
 	msec_t limit = flrun_min(lease->deadline, flrun_now() + call_limit(lease));
 	PGresult *res = NULL;
 	msec_t sent;
@@ -513,7 +514,7 @@ renew_lease(const Options *opt, Lease *lease, char *why, size_t whylen)
 
 	st = flrun_db_connect(limit);
 	if (st == FL_DB_OK)
-		st = flrun_db_query(RENEW_SQL, 3, params, limit, &res, &sent);
+		st = flrun_db_query(RENEW_SQL, 4, params, limit, &res, &sent);
 	if (st == FL_DB_OK && strcmp(one_value(res), "t") == 0)
 	{
 		lease->sent_at = sent;

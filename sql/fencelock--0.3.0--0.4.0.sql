@@ -28,3 +28,44 @@ RETURNS pg_catalog.int8
 AS 'MODULE_PATHNAME', 'fencelock_raise_fences'
 LANGUAGE C VOLATILE;
 REVOKE EXECUTE ON FUNCTION fencelock.raise_fences(pg_catalog.int8) FROM PUBLIC;
+-- == who may take which lease (issue 22) ==
+-- A release and a renew that name their grant: they act only on the grant with that fence, so a
+-- retried release whose first try committed cannot free the same owner's newer lease.
+CREATE FUNCTION fencelock.release(resource pg_catalog.text, owner pg_catalog.text,
+                                  fence pg_catalog.int8)
+RETURNS pg_catalog.bool
+AS 'MODULE_PATHNAME', 'fencelock_release_grant'
+LANGUAGE C VOLATILE;
+
+CREATE FUNCTION fencelock.renew(resource pg_catalog.text, owner pg_catalog.text,
+                                ttl pg_catalog.interval, fence pg_catalog.int8)
+RETURNS pg_catalog.bool
+AS 'MODULE_PATHNAME', 'fencelock_renew_grant'
+LANGUAGE C VOLATILE;
+
+-- Resource privileges: once a prefix here covers a resource name, only members of its grantees
+-- (and superusers) may acquire, renew, release or assert_fence it, or write a table bound to it;
+-- the longest covering prefix decides; names under no prefix stay open (src/privilege.c).
+CREATE TABLE fencelock.resource_grants (
+    prefix  pg_catalog.text COLLATE "C" NOT NULL CHECK (prefix OPERATOR(pg_catalog.<>) ''),
+    grantee pg_catalog.regrole NOT NULL,
+    PRIMARY KEY (prefix, grantee)
+);
+REVOKE ALL ON TABLE fencelock.resource_grants FROM PUBLIC;
+SELECT pg_catalog.pg_extension_config_dump('fencelock.resource_grants', '');
+
+CREATE FUNCTION fencelock.grant_resources(prefix pg_catalog.text, grantee pg_catalog.regrole)
+RETURNS pg_catalog.bool
+AS 'MODULE_PATHNAME', 'fencelock_grant_resources'
+LANGUAGE C VOLATILE;
+REVOKE EXECUTE ON FUNCTION fencelock.grant_resources(pg_catalog.text, pg_catalog.regrole) FROM PUBLIC;
+
+CREATE FUNCTION fencelock.revoke_resources(prefix pg_catalog.text, grantee pg_catalog.regrole)
+RETURNS pg_catalog.bool
+AS 'MODULE_PATHNAME', 'fencelock_revoke_resources'
+LANGUAGE C VOLATILE;
+REVOKE EXECUTE ON FUNCTION fencelock.revoke_resources(pg_catalog.text, pg_catalog.regrole) FROM PUBLIC;
+
+CREATE VIEW fencelock.resource_privileges AS
+SELECT g.prefix, g.grantee FROM fencelock.resource_grants AS g;
+GRANT SELECT ON fencelock.resource_privileges TO PUBLIC;

@@ -25,8 +25,10 @@
 #include "jit/jit.h"
 #include "miscadmin.h"
 #include "optimizer/cost.h"
+#include "storage/proc.h"
 #include "utils/builtins.h"
 #include "utils/fmgroids.h"
+#include "utils/guc.h"
 #include "utils/inval.h"
 #include "utils/lsyscache.h"
 #include "utils/rel.h"
@@ -406,6 +408,81 @@ fl_run_or_undo(FlStmt *stmt, Datum *values, const char *nulls)
 	}
 	PG_CATCH();
 	{
+		fl_subxact_end(&x, false);
+		PG_RE_THROW();
+	}
+	PG_END_TRY();
+	fl_subxact_end(&x, done);
+	return done;
+}
+
+/*
+ * Bound the lock waits of the current internal subtransaction by MS milliseconds (at least 1; the
+ * session's lock_timeout when that is shorter).  Restored when the subtransaction ends, commit or
+ * not (GUC_ACTION_SAVE at its nest level).
+ */
+void
+fl_subxact_lock_timeout(int64 ms)
+{
+	char value[32];
+	int64 ours = Max(ms, 1);
+
+	if (LockTimeout > 0 && LockTimeout < ours)
+		return;
+	snprintf(value, sizeof(value), INT64_FORMAT, Min(ours, (int64) INT_MAX));
+	(void) set_config_option("lock_timeout", value, PGC_USERSET, PGC_S_SESSION, GUC_ACTION_SAVE,
+							 true, 0, false);
+}
+
+/*
+ * In the PG_CATCH of an internal subtransaction: when the error is 55P03 (a NOWAIT lock or a lock
+ * wait past lock_timeout), roll the subtransaction back, forget the error and return true: the
+ * caller answers "busy".  Any other error is left to the caller to roll back and re-throw.
+ */
+bool
+fl_subxact_end_if_busy(FlSubxact *x)
+{
+	ErrorData *e;
+
+	MemoryContextSwitchTo(x->cxt);
+	e = CopyErrorData();
+	if (e->sqlerrcode != ERRCODE_LOCK_NOT_AVAILABLE)
+	{
+		FreeErrorData(e);
+		return false;
+	}
+	FreeErrorData(e);
+	FlushErrorState();
+	fl_subxact_end(x, false);
+	return true;
+}
+
+/*
+ * fl_run_or_undo for a call that must not wait: the statement's own NOWAIT, or (TIMEOUT_MS > 0)
+ * lock waits bounded by it, raise 55P03, which is caught (with the subtransaction rolled back,
+ * no lock kept): *busy, and false.
+ */
+bool
+fl_run_nowait(FlStmt *stmt, Datum *values, const char *nulls, int64 timeout_ms, bool *busy)
+{
+	FlSubxact x;
+	bool done = false;
+
+	*busy = false;
+	fl_subxact_begin(&x);
+	PG_TRY();
+	{
+		if (timeout_ms > 0)
+			fl_subxact_lock_timeout(timeout_ms);
+		done = fl_run(stmt, values, nulls, false) > 0;
+	}
+	PG_CATCH();
+	{
+		if (fl_subxact_end_if_busy(&x))
+		{
+			*busy = true;
+			return false;
+		}
 		fl_subxact_end(&x, false);
 		PG_RE_THROW();
 	}

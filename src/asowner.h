@@ -37,6 +37,8 @@ extern void fl_end(FlSession *session);
 extern uint64 fl_run(FlStmt *stmt, Datum *values, const char *nulls, bool read_only);
 extern uint64 fl_run_latest(FlStmt *stmt, Datum *values, const char *nulls);
 extern bool fl_run_or_undo(FlStmt *stmt, Datum *values, const char *nulls);
+extern bool fl_run_nowait(FlStmt *stmt, Datum *values, const char *nulls, int64 timeout_ms,
+						  bool *busy);
 extern int64 fl_get_int64(uint64 row, int col, bool *isnull);
 extern Oid fl_extension_schema(void);
 
@@ -55,5 +57,7 @@ typedef struct FlSubxact
 
 extern void fl_subxact_begin(FlSubxact *x);
 extern void fl_subxact_end(FlSubxact *x, bool commit);
+extern void fl_subxact_lock_timeout(int64 ms);
+extern bool fl_subxact_end_if_busy(FlSubxact *x);
 
 #endif /* FENCELOCK_ASOWNER_H */

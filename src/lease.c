@@ -15,6 +15,7 @@
 #include "leasetable.h"
 #include "miscadmin.h"
 #include "notify.h"
+#include "privilege.h"
 #include "session.h"
 #include "settings.h"
 #include "stats.h"
@@ -32,6 +33,8 @@ PG_FUNCTION_INFO_V1(fencelock_release_0_2);
 PG_FUNCTION_INFO_V1(fencelock_purge_0_2);
 PG_FUNCTION_INFO_V1(fencelock_renew);
 PG_FUNCTION_INFO_V1(fencelock_release);
+PG_FUNCTION_INFO_V1(fencelock_renew_grant);
+PG_FUNCTION_INFO_V1(fencelock_release_grant);
 PG_FUNCTION_INFO_V1(fencelock_current_fence);
 PG_FUNCTION_INFO_V1(fencelock_assert_fence);
 PG_FUNCTION_INFO_V1(fencelock_purge);
@@ -69,17 +72,20 @@ fl_holder_name(void)
 }
 
 /*
- * One attempt at a grant, without waiting.  Fills *g; on a busy resource with want_expiry, also
- * the holder's deadline (0 when unknown).  Counts a busy attempt; the caller counts a grant with
- * fl_count_grant once it is kept.
+ * One attempt at a grant, without waiting for the lease (NOWAIT, a try-once acquire: nor for
+ * another transaction's change or row lock on its row).  Fills *g; on a busy resource with
+ * want_expiry, also the holder's deadline (0 when unknown).  Counts a busy attempt; the caller
+ * counts a grant with fl_count_grant once it is kept.
  */
 void
-fl_try_acquire(text *resource, text *owner, int64 ttl, FlApi api, bool want_expiry, FlGrant *g)
+fl_try_acquire(text *resource, text *owner, int64 ttl, FlApi api, bool want_expiry, bool nowait,
+			   FlGrant *g)
 {
 	TimestampTz now = GetCurrentTimestamp();
 	Name holder = fl_holder_name();
 
-	fl_lease_grant(resource, owner, now, now + ttl, api, holder, fl_grant_session, want_expiry, g);
+	fl_lease_grant(resource, owner, now, now + ttl, api, holder, fl_grant_session, want_expiry,
+				   nowait, g);
 	if (!g->granted)
 	{
 		fl_count(FL_BUSY, 1);
@@ -121,7 +127,8 @@ fl_acquire_sql(FunctionCallInfo fcinfo, FlApi api)
 	int64 ttl = fl_arg_ttl(fcinfo, 2);
 	FlGrant g;
 
-	fl_try_acquire(resource, owner, ttl, api, false, &g);
+	fl_check_resource(resource);
+	fl_try_acquire(resource, owner, ttl, api, false, true, &g);
 	if (!g.granted)
 		PG_RETURN_NULL();
 	fl_count_grant(resource, &g);
@@ -141,22 +148,32 @@ fencelock_acquire_0_2(PG_FUNCTION_ARGS)
 	return fl_acquire_sql(fcinfo, FL_API_0_2);
 }
 
-/* renew and release: the lease's fence, or -1 when the caller did not hold a live lease. */
+/*
+ * renew and release: the lease's fence, or -1 when the caller did not hold a live lease (the
+ * grant with fence *GRANT, when GRANT is not NULL).
+ */
 static int64
-fl_owner_update(text *resource, text *owner, int64 ttl, bool release, FlApi api)
+fl_owner_update(text *resource, text *owner, const int64 *grant, int64 ttl, bool release, FlApi api)
 {
 	TimestampTz now = GetCurrentTimestamp();
 
-	return fl_lease_owner_change(resource, owner, now, now + ttl, release, api);
+	return fl_lease_owner_change(resource, owner, grant, now, now + ttl, release, api);
 }
 
+#define FL_GRANT_HINT "Pass the fence that acquire returned for this grant."
+
+/* renew(resource, owner, ttl [, fence]) */
 static Datum
-fl_renew_sql(FunctionCallInfo fcinfo, FlApi api)
+fl_renew_sql(FunctionCallInfo fcinfo, FlApi api, bool named)
 {
 	text *resource = fl_arg_resource(fcinfo, 0);
 	text *owner = fl_arg_owner(fcinfo, 1);
 	int64 ttl = fl_arg_ttl(fcinfo, 2);
-	bool done = fl_owner_update(resource, owner, ttl, false, api) >= 0;
+	int64 grant = named ? fl_arg_fence(fcinfo, 3, FL_GRANT_HINT) : 0;
+	bool done;
+
+	fl_check_resource(resource);
+	done = fl_owner_update(resource, owner, named ? &grant : NULL, ttl, false, api) >= 0;
 
 	if (done)
 		fl_count_at_commit(FL_RENEWALS, 1);
@@ -166,9 +183,9 @@ fl_renew_sql(FunctionCallInfo fcinfo, FlApi api)
 }
 
 bool
-fl_release(text *resource, text *owner, FlApi api)
+fl_release(text *resource, text *owner, const int64 *grant, FlApi api)
 {
-	int64 fence = fl_owner_update(resource, owner, 0, true, api);
+	int64 fence = fl_owner_update(resource, owner, grant, 0, true, api);
 	bool done = fence >= 0;
 
 	if (!done)
@@ -184,37 +201,54 @@ fl_release(text *resource, text *owner, FlApi api)
 	return true;
 }
 
+/* release(resource, owner [, fence]) */
 static Datum
-fl_release_sql(FunctionCallInfo fcinfo, FlApi api)
+fl_release_sql(FunctionCallInfo fcinfo, FlApi api, bool named)
 {
 	text *resource = fl_arg_resource(fcinfo, 0);
 	text *owner = fl_arg_owner(fcinfo, 1);
+	int64 grant = named ? fl_arg_fence(fcinfo, 2, FL_GRANT_HINT) : 0;
 
-	PG_RETURN_BOOL(fl_release(resource, owner, api));
+	fl_check_resource(resource);
+	PG_RETURN_BOOL(fl_release(resource, owner, named ? &grant : NULL, api));
 }
 
 Datum
 fencelock_renew(PG_FUNCTION_ARGS)
 {
-	return fl_renew_sql(fcinfo, FL_API_0_1);
+	return fl_renew_sql(fcinfo, FL_API_0_1, false);
 }
 
 Datum
 fencelock_renew_0_2(PG_FUNCTION_ARGS)
 {
-	return fl_renew_sql(fcinfo, FL_API_0_2);
+	return fl_renew_sql(fcinfo, FL_API_0_2, false);
+}
+
+/* renew(resource, owner, ttl, fence), 0.4.0: only the grant with that fence */
+Datum
+fencelock_renew_grant(PG_FUNCTION_ARGS)
+{
+	return fl_renew_sql(fcinfo, FL_API_0_2, true);
 }
 
 Datum
 fencelock_release(PG_FUNCTION_ARGS)
 {
-	return fl_release_sql(fcinfo, FL_API_0_1);
+	return fl_release_sql(fcinfo, FL_API_0_1, false);
 }
 
 Datum
 fencelock_release_0_2(PG_FUNCTION_ARGS)
 {
-	return fl_release_sql(fcinfo, FL_API_0_2);
+	return fl_release_sql(fcinfo, FL_API_0_2, false);
+}
+
+/* release(resource, owner, fence), 0.4.0: only the grant with that fence */
+Datum
+fencelock_release_grant(PG_FUNCTION_ARGS)
+{
+	return fl_release_sql(fcinfo, FL_API_0_2, true);
 }
 
 /*
@@ -259,8 +293,10 @@ fencelock_assert_fence(PG_FUNCTION_ARGS)
 	text *resource = fl_arg_resource(fcinfo, 0);
 	int64 fence = fl_arg_fence(fcinfo, 1, "Pass the fence that acquire returned.");
 	int64 current;
+	bool found;
 
-	bool found = fl_locked_fence(resource, &current);
+	fl_check_resource(resource);
+	found = fl_locked_fence(resource, &current);
 
 	if (found && fence == current)
 	{

@@ -23,8 +23,8 @@ typedef struct FlGrant
 } FlGrant;
 
 extern void fl_try_acquire(text *resource, text *owner, int64 ttl, FlApi api, bool want_expiry,
-						   FlGrant *g);
+						   bool nowait, FlGrant *g);
 extern void fl_count_grant(text *resource, const FlGrant *g);
-extern bool fl_release(text *resource, text *owner, FlApi api);
+extern bool fl_release(text *resource, text *owner, const int64 *grant, FlApi api);
 
 #endif /* FENCELOCK_LEASE_H */

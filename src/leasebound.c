@@ -22,6 +22,7 @@
 #include "leasebound.h"
 #include "leasetable.h"
 #include "miscadmin.h"
+#include "privilege.h"
 #include "settings.h"
 #include "stats.h"
 #include "utils/builtins.h"
@@ -197,6 +198,7 @@ fl_check_lease_write(Relation rel, AttrNumber attnum, const char *lease, int64 f
 
 	if (entry != NULL && entry->fence == fence)
 		return; /* shown and row-locked earlier in this transaction */
+	fl_check_resource_cstring(lease);
 
 	if (strlen(lease) <= FENCELOCK_MAX_RESOURCE_LEN)
 	{

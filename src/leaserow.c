@@ -14,7 +14,9 @@
  *   - heap_update waits for a transaction that is changing the row; when that one committed a
  *     newer version, it returns without keeping any lock, and the rule is applied again on the
  *     newest version, as UPDATE re-checks it.  A call that loses the race keeps no lock, which
- *     the statements need a subtransaction for (fl_run_or_undo);
+ *     the statements need a subtransaction for (fl_run_or_undo).  A try-once grant waits for
+ *     nobody: it locks the version the rule allowed first, with LockWaitSkip (lock_nowait), and
+ *     is busy when that would block;
  *   - a new version that is not heap-only gets its primary-key entry, as the executor inserts.
  *
  * The direct path is taken only where it is equivalent to the statements: READ COMMITTED, a
@@ -419,8 +421,29 @@ write_row(Relation rel, Relation idx, TupleTableSlot *slot, Datum *values, bool 
 	return false;
 }
 
+/*
+ * A try-once grant must not wait for another transaction that is changing or has locked the row
+ * (issue 22): before heap_update, which would wait for it, the version the rule allowed is locked
+ * as UPDATE ... NOWAIT locks it (LockWaitSkip: TM_WouldBlock instead of a wait), without following
+ * the update chain, so that a lock is only ever taken on the version the rule was applied to (a
+ * loser keeps nothing locked).  Our own lock then lets heap_update go on at once.  TM_Updated or
+ * TM_Deleted: a change committed since the snapshot, read again.
+ */
+static TM_Result
+lock_nowait(Relation rel, TupleTableSlot *slot, Snapshot snapshot)
+{
+	TupleTableSlot *locked = table_slot_create(rel, NULL);
+	ItemPointerData tid = slot->tts_tid;
+	TM_FailureData tmfd;
+	TM_Result result = table_tuple_lock(rel, &tid, snapshot, locked, GetCurrentCommandId(true),
+										LockTupleNoKeyExclusive, LockWaitSkip, 0, &tmfd);
+
+	ExecDropSingleTupleTableSlot(locked);
+	return result;
+}
+
 FlRowResult
-fl_lease_row_change(text *resource, bool need_v2, FlRowRule rule, void *arg)
+fl_lease_row_change(text *resource, bool need_v2, bool nowait, FlRowRule rule, void *arg)
 {
 	FlRowResult result = FL_ROW_USE_SQL;
 	Relation rel;
@@ -458,9 +481,9 @@ fl_lease_row_change(text *resource, bool need_v2, FlRowRule rule, void *arg)
 		bool self_modified = false;
 		FlLeaseRow row;
 
-		UnregisterSnapshot(snapshot);
 		if (!found)
 		{
+			UnregisterSnapshot(snapshot);
 			result = FL_ROW_MISSING;
 			break;
 		}
@@ -470,15 +493,39 @@ fl_lease_row_change(text *resource, bool need_v2, FlRowRule rule, void *arg)
 		 * is theirs to say.
 		 */
 		if (slot->tts_isnull[layout.att[COL_FENCE] - 1])
+		{
+			UnregisterSnapshot(snapshot);
 			break;
+		}
 		memcpy(values, slot->tts_values, sizeof(Datum) * slot->tts_nvalid);
 		memcpy(isnull, slot->tts_isnull, sizeof(bool) * slot->tts_nvalid);
 		row_read(&row, values, isnull);
 		if (!rule(&row, arg))
 		{
+			UnregisterSnapshot(snapshot);
 			result = FL_ROW_REFUSED;
 			break;
 		}
+		if (nowait)
+		{
+			TM_Result locked = lock_nowait(rel, slot, snapshot);
+
+			if (locked == TM_WouldBlock)
+			{
+				UnregisterSnapshot(snapshot);
+				result = FL_ROW_BUSY;
+				break;
+			}
+			if (locked != TM_Ok)
+			{
+				UnregisterSnapshot(snapshot);
+				ExecClearTuple(slot);
+				if (locked == TM_Updated || locked == TM_Deleted)
+					continue;
+				break; /* TM_SelfModified, TM_Invisible: the statement's to report */
+			}
+		}
+		UnregisterSnapshot(snapshot);
 		row_write(&row, values, isnull);
 		if (write_row(rel, idx, slot, values, isnull, &self_modified))
 		{

@@ -17,6 +17,7 @@ typedef enum FlRowResult
 	FL_ROW_CHANGED, /* the rule allowed the change, and it is made */
 	FL_ROW_REFUSED, /* the rule refused it: nothing written, nothing locked */
 	FL_ROW_MISSING, /* the resource has no row */
+	FL_ROW_BUSY,    /* NOWAIT: another transaction is changing or has locked the row */
 	FL_ROW_USE_SQL  /* not equivalent here: run the statement instead */
 } FlRowResult;
 
@@ -58,9 +59,11 @@ typedef bool (*FlRowRule)(FlLeaseRow *row, void *arg);
 /*
  * Change RESOURCE's row directly by RULE where that is equivalent to the statement (leaserow.c's
  * header says when).  NEED_V2: the rule writes granted_how and lock_delay, which the table must
- * then have.  RULE may be called more than once (a concurrent change replaced the row).
+ * then have.  NOWAIT: FL_ROW_BUSY rather than wait for another transaction's change or row lock.
+ * RULE may be called more than once (a concurrent change replaced the row).
  */
-extern FlRowResult fl_lease_row_change(text *resource, bool need_v2, FlRowRule rule, void *arg);
+extern FlRowResult fl_lease_row_change(text *resource, bool need_v2, bool nowait, FlRowRule rule,
+									   void *arg);
 
 /* Whether a row's owner is OWNER, compared as the statements' = does (the column's collation). */
 extern bool fl_lease_row_owner_is(const FlLeaseRow *row, text *owner);

@@ -187,12 +187,16 @@ rule_grant(FlLeaseRow *row, void *arg)
 }
 
 /*
- * Renew and release: only the same owner's live lease (SQL_SAME_LIVE_OWNER).  A renewal moves the
- * deadline; a release frees the row, with the moment of the release as its deadline (a purge's
- * idle time counts from it).  $1 resource, $2 owner, $3 now, $4 new deadline.
+ * Renew and release: only the same owner's live lease (SQL_SAME_LIVE_OWNER) and, when the call
+ * names its grant ($5 not NULL: 0.4.0's release and renew with a fence), only the grant with that
+ * fence, so that a retried release cannot free the same owner's newer lease (issue 22).  A
+ * renewal moves the deadline; a release frees the row, with the moment of the release as its
+ * deadline (a purge's idle time counts from it).  $1 resource, $2 owner, $3 now, $4 new deadline,
+ * $5 the grant's fence or NULL.
  */
 #define SQL_RENEW_SET   "expires_at = $4"
 #define SQL_RELEASE_SET "owner = NULL, expires_at = $3"
+#define SQL_NAMED_GRANT "($5 IS NULL OR l.fence OPERATOR(pg_catalog.=) $5)"
 
 typedef struct FlOwnerCall
 {
@@ -200,6 +204,8 @@ typedef struct FlOwnerCall
 	TimestampTz now;
 	TimestampTz expires; /* the new deadline; now for a release */
 	bool release;
+	bool named; /* SQL_NAMED_GRANT: only the grant with fence `grant` */
+	int64 grant;
 	int64 fence; /* the lease's fence, when allowed */
 } FlOwnerCall;
 
@@ -210,6 +216,8 @@ rule_owner_change(FlLeaseRow *row, void *arg)
 
 	c->fence = row->fence;
 	if (!fl_lease_row_owner_is(row, c->owner) || row->expires_null || row->expires <= c->now)
+		return false;
+	if (c->named && row->fence != c->grant)
 		return false;
 	row->expires = c->expires;
 	row->set |= FL_SET_EXPIRES;
@@ -279,6 +287,25 @@ static FlStmt grant_update[3] = {
 	 8,
 	 {GRANT_ARGTYPES}}};
 
+/*
+ * A try-once grant (issue 22) waits for no other transaction: its update locks the row first, as
+ * UPDATE would, but NOWAIT (55P03, caught: busy), and only a row free by the snapshot.  A row a
+ * grant committed after the snapshot is not seen by the update: busy, as a lost race is.
+ */
+#define GRANT_NOWAIT(set, free, returning)                                                         \
+	"WITH t AS MATERIALIZED (SELECT l.ctid AS c FROM fencelock.lease AS l "                        \
+	" WHERE l.resource OPERATOR(pg_catalog.=) $1 AND " free " FOR NO KEY UPDATE OF l NOWAIT) "     \
+	"UPDATE fencelock.lease AS l SET " set " WHERE l.ctid OPERATOR(pg_catalog.=) ANY "             \
+	" (ARRAY(SELECT t.c FROM t AS t)) AND l.resource OPERATOR(pg_catalog.=) $1 AND " free          \
+	" " returning
+
+static FlStmt grant_nowait[3] = {
+	{GRANT_NOWAIT(SQL_GRANT_SET_V1, SQL_FREE_V1, "RETURNING l.fence"), 8, {GRANT_ARGTYPES}},
+	{GRANT_NOWAIT(SQL_GRANT_SET_V2, SQL_FREE_V2, SQL_GRANT_RETURNING_V2), 8, {GRANT_ARGTYPES}},
+	{GRANT_NOWAIT(SQL_GRANT_SET_V2 ", session_id = $8 ", SQL_FREE_V3, SQL_GRANT_RETURNING_V2),
+	 8,
+	 {GRANT_ARGTYPES}}};
+
 /* A resource's first row; $5 is the new row's fence here. */
 static FlStmt grant_insert[3] = {
 	{"INSERT INTO fencelock.lease AS l (resource, owner, fence, acquired_at, expires_at, holder) "
@@ -304,15 +331,18 @@ static FlStmt holder_expiry = {"SELECT " SQL_HOLDER_DEADLINE " FROM fencelock.le
 							   1,
 							   {TEXTOID}};
 
-static FlStmt owner_update[2] = {
-	{"UPDATE fencelock.lease AS l SET " SQL_RENEW_SET " WHERE l.resource OPERATOR(pg_catalog.=) $1 "
-	 " AND " SQL_SAME_LIVE_OWNER " RETURNING l.fence",
-	 4,
-	 {TEXTOID, TEXTOID, TIMESTAMPTZOID, TIMESTAMPTZOID}},
-	{"UPDATE fencelock.lease AS l SET " SQL_RELEASE_SET
-	 " WHERE l.resource OPERATOR(pg_catalog.=) $1 AND " SQL_SAME_LIVE_OWNER " RETURNING l.fence",
-	 4,
-	 {TEXTOID, TEXTOID, TIMESTAMPTZOID, TIMESTAMPTZOID}}};
+#define OWNER_UPDATE(set)                                                                          \
+	{                                                                                              \
+		"UPDATE fencelock.lease AS l SET " set                                                     \
+		" WHERE l.resource OPERATOR(pg_catalog.=) $1 AND " SQL_SAME_LIVE_OWNER                     \
+		" AND " SQL_NAMED_GRANT " RETURNING l.fence",                                              \
+			5,                                                                                     \
+		{                                                                                          \
+			TEXTOID, TEXTOID, TIMESTAMPTZOID, TIMESTAMPTZOID, INT8OID                              \
+		}                                                                                          \
+	}
+
+static FlStmt owner_update[2] = {OWNER_UPDATE(SQL_RENEW_SET), OWNER_UPDATE(SQL_RELEASE_SET)};
 
 /* $1 resource, $2 owner, $3 now: whether the owner holds a live lease */
 static FlStmt holds_select = {"SELECT true FROM fencelock.lease AS l "
@@ -533,14 +563,56 @@ grant_result(FlApi api, FlGrant *g)
 }
 
 /*
- * One attempt at a grant of RESOURCE to OWNER until EXPIRES, without waiting; fills *g (on a busy
- * resource with want_expiry, also the holder's deadline, 0 when unknown), records the grant in
- * the history.  The row is changed directly where that is equivalent; otherwise, and to insert
- * a resource's first row, by the statements.
+ * The statement path's attempt: the update, or the insert of a resource's first row.  NOWAIT
+ * (a try-once grant): the update locks NOWAIT; a row that exists but was not granted is busy
+ * without an insert (whose ON CONFLICT would wait for a change in progress); an insert that meets
+ * another transaction's uncommitted first row waits 1 ms at most (INSERT has no NOWAIT).
+ */
+static bool
+grant_by_statement(int v, bool update, bool nowait, Datum *values, const char *nulls, bool *busy,
+				   bool *inserted)
+{
+	int64 base = DatumGetInt64(values[4]);
+	bool granted;
+
+	*busy = *inserted = false;
+	if (update && (nowait ? fl_run_nowait(&grant_nowait[v], values, nulls, 0, busy)
+						  : fl_run_or_undo(&grant_update[v], values, nulls)))
+		return true;
+	if (!*busy && nowait && update && fl_run(&fence_select, values, NULL, true) == 1)
+		*busy = true;
+	if (*busy)
+		return false;
+
+	/* No grantable row: either none exists yet, or another owner holds the lease. */
+	values[4] = Int64GetDatum(base + 1);
+	granted = nowait ? fl_run_nowait(&grant_insert[v], values, nulls, 1, busy)
+					 : fl_run(&grant_insert[v], values, nulls, false) == 1;
+	values[4] = Int64GetDatum(base);
+	*inserted = granted;
+	if (granted || *busy)
+		return granted;
+
+	/*
+	 * The insert met an existing row.  Usually that is another owner's live lease, which the
+	 * update saw; but it may be a first grant that committed while this insert waited for it,
+	 * which the update could not see.  That one may be this same owner's (a retry after a lost
+	 * response, on another connection), so look once more.
+	 */
+	return nowait ? fl_run_nowait(&grant_nowait[v], values, nulls, 0, busy)
+				  : fl_run_or_undo(&grant_update[v], values, nulls);
+}
+
+/*
+ * One attempt at a grant of RESOURCE to OWNER until EXPIRES, without waiting for the lease; fills
+ * *g (on a busy resource with want_expiry, also the holder's deadline, 0 when unknown), records
+ * the grant in the history.  NOWAIT (a try-once acquire): busy rather than wait for another
+ * transaction's change or row lock on the lease row.  The row is changed directly where that is
+ * equivalent; otherwise, and to insert a resource's first row, by the statements.
  */
 void
 fl_lease_grant(text *resource, text *owner, TimestampTz now, TimestampTz expires, FlApi api,
-			   Name holder, int64 session, bool want_expiry, FlGrant *g)
+			   Name holder, int64 session, bool want_expiry, bool nowait, FlGrant *g)
 {
 	Interval delay = {.time = (int64) fencelock_lock_delay_ms * 1000};
 	FlGrantCall c = {.owner = owner,
@@ -551,18 +623,22 @@ fl_lease_grant(text *resource, text *owner, TimestampTz now, TimestampTz expires
 					 .holder = holder,
 					 .lock_delay = &delay,
 					 .session = session};
-	FlRowResult direct = fencelock_direct_path ? fl_lease_row_change(resource, c.v2, rule_grant, &c)
-											   : FL_ROW_USE_SQL;
+	FlRowResult direct = fencelock_direct_path
+							 ? fl_lease_row_change(resource, c.v2, nowait, rule_grant, &c)
+							 : FL_ROW_USE_SQL;
 	int v = grant_version(api);
 	Datum values[8];
 	char nulls[8] = {' ', ' ', ' ', ' ', ' ', ' ', ' ', ' '};
 	FlSession s;
 	bool isnull;
 	bool inserted = false;
+	bool busy = false;
 
 	memset(g, 0, sizeof(*g));
 	g->granted_at = now;
 	g->expires_at = expires;
+	if (direct == FL_ROW_BUSY)
+		return;
 	if (direct == FL_ROW_CHANGED || direct == FL_ROW_REFUSED)
 	{
 		g->granted = direct == FL_ROW_CHANGED;
@@ -595,27 +671,8 @@ fl_lease_grant(text *resource, text *owner, TimestampTz now, TimestampTz expires
 	 * changes nothing and writes nothing; the insert takes no row lock when it meets a row.
 	 */
 	fl_begin(&s);
-	if (direct != FL_ROW_MISSING && fl_run_or_undo(&grant_update[v], values, nulls))
-		g->granted = true;
-	else
-	{
-		/* No grantable row: either none exists yet, or another owner holds the lease. */
-		values[4] = Int64GetDatum(c.base + 1);
-		g->granted = fl_run(&grant_insert[v], values, nulls, false) == 1;
-		inserted = g->granted;
-
-		/*
-		 * The insert met an existing row.  Usually that is another owner's live lease, which the
-		 * update saw; but it may be a first grant that committed while this insert waited for
-		 * it, which the update could not see.  That one may be this same owner's (a retry after
-		 * a lost response, on another connection), so look once more.
-		 */
-		if (!g->granted)
-		{
-			values[4] = Int64GetDatum(c.base);
-			g->granted = fl_run_or_undo(&grant_update[v], values, nulls);
-		}
-	}
+	g->granted =
+		grant_by_statement(v, direct != FL_ROW_MISSING, nowait, values, nulls, &busy, &inserted);
 	if (g->granted)
 	{
 		grant_result(api, g);
@@ -624,26 +681,33 @@ fl_lease_grant(text *resource, text *owner, TimestampTz now, TimestampTz expires
 		if (api != FL_API_0_1 && g->is_new && fencelock_history)
 			fl_history_grant(resource, owner, g);
 	}
-	else if (want_expiry && fl_run(&holder_expiry, values, NULL, false) == 1)
+	else if (want_expiry && !busy && fl_run(&holder_expiry, values, NULL, false) == 1)
 		g->holder_expires = DatumGetTimestampTz(
 			SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1, &isnull));
 	fl_end(&s);
 }
 
 /*
- * Renew (release false: until EXPIRES) or release the lease OWNER holds on RESOURCE.  Returns the
- * lease's fence, or -1 when OWNER did not hold a live lease; records the change in the history.
+ * Renew (release false: until EXPIRES) or release the lease OWNER holds on RESOURCE (only the
+ * grant with fence *GRANT, unless GRANT is NULL).  Returns the lease's fence, or -1 when OWNER did
+ * not hold that live lease; records the change in the history.
  */
 int64
-fl_lease_owner_change(text *resource, text *owner, TimestampTz now, TimestampTz expires,
-					  bool release, FlApi api)
+fl_lease_owner_change(text *resource, text *owner, const int64 *grant, TimestampTz now,
+					  TimestampTz expires, bool release, FlApi api)
 {
-	FlOwnerCall c = {.owner = owner, .now = now, .expires = expires, .release = release};
+	FlOwnerCall c = {.owner = owner,
+					 .now = now,
+					 .expires = expires,
+					 .release = release,
+					 .named = grant != NULL,
+					 .grant = grant != NULL ? *grant : 0};
 	FlRowResult direct = fencelock_direct_path
-							 ? fl_lease_row_change(resource, false, rule_owner_change, &c)
+							 ? fl_lease_row_change(resource, false, false, rule_owner_change, &c)
 							 : FL_ROW_USE_SQL;
 	bool history = api != FL_API_0_1 && fencelock_history;
-	Datum values[4];
+	Datum values[5];
+	char nulls[5] = {' ', ' ', ' ', ' ', grant != NULL ? ' ' : 'n'};
 	FlSession s;
 	int64 fence = direct == FL_ROW_CHANGED ? c.fence : -1;
 	bool isnull;
@@ -655,10 +719,11 @@ fl_lease_owner_change(text *resource, text *owner, TimestampTz now, TimestampTz 
 	values[1] = PointerGetDatum(owner);
 	values[2] = TimestampTzGetDatum(now);
 	values[3] = TimestampTzGetDatum(expires);
+	values[4] = Int64GetDatum(c.grant);
 
 	/* A renew or release that loses a race to a takeover must not keep the row locked. */
 	fl_begin(&s);
-	if (direct == FL_ROW_USE_SQL && fl_run_or_undo(&owner_update[release], values, NULL))
+	if (direct == FL_ROW_USE_SQL && fl_run_or_undo(&owner_update[release], values, nulls))
 		fence = fl_get_int64(0, 1, &isnull);
 	if (fence >= 0 && history)
 		fl_history_update(resource, fence, now, expires, release);

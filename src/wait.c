@@ -24,6 +24,7 @@
 #include "lease.h"
 #include "leasetable.h"
 #include "miscadmin.h"
+#include "privilege.h"
 #include "session.h"
 #include "shmem.h"
 #include "stats.h"
@@ -138,26 +139,36 @@ fl_queued_ahead(text *resource, text *owner)
  * round (no grant, no row lock) survives it.  Grants are counted once kept.  Returns -1 when all
  * were granted, else the index of the first resource not had; *holder_expires is then when its
  * holder's lease runs out (0 when unknown).
+ *
+ * A round before DEADLINE (a waiting acquire) may wait for another transaction's row lock on a
+ * lease row (a release that has not committed yet), but no longer than until the deadline (issue
+ * 22): its lock waits are bounded by lock_timeout, and a wait past it makes the resource busy.  A
+ * round at the deadline (wait => '0') waits for no row lock at all (fl_try_acquire's NOWAIT).
  */
 static int
-fl_round(text **res, int n, text *owner, int64 ttl, bool fair, FlGrant *grants,
-		 TimestampTz *holder_expires)
+fl_round(text **res, int n, text *owner, int64 ttl, bool fair, TimestampTz deadline,
+		 FlGrant *grants, TimestampTz *holder_expires)
 {
 	FlSubxact x;
-	int busy = -1;
+	int64 left_ms = (deadline - GetCurrentTimestamp()) / 1000;
+	volatile int busy = -1;
+	volatile int tried = 0;
 
 	*holder_expires = 0;
 	fl_subxact_begin(&x);
 	PG_TRY();
 	{
+		if (left_ms > 0)
+			fl_subxact_lock_timeout(left_ms);
 		for (int i = 0; i < n && busy < 0; i++)
 		{
 			memset(&grants[i], 0, sizeof(FlGrant));
+			tried = i;
 			if (fair && fl_queued_ahead(res[i], owner))
 				busy = i;
 			else
 			{
-				fl_try_acquire(res[i], owner, ttl, FL_API_0_2, true, &grants[i]);
+				fl_try_acquire(res[i], owner, ttl, FL_API_0_2, true, left_ms <= 0, &grants[i]);
 				if (!grants[i].granted)
 				{
 					busy = i;
@@ -168,8 +179,14 @@ fl_round(text **res, int n, text *owner, int64 ttl, bool fair, FlGrant *grants,
 	}
 	PG_CATCH();
 	{
-		fl_subxact_end(&x, false);
-		PG_RE_THROW();
+		/* A row lock held past the deadline: busy, with nothing of the round kept. */
+		if (!fl_subxact_end_if_busy(&x))
+		{
+			fl_subxact_end(&x, false);
+			PG_RE_THROW();
+		}
+		fl_count(FL_BUSY, 1);
+		return tried;
 	}
 	PG_END_TRY();
 	fl_subxact_end(&x, busy < 0);
@@ -235,7 +252,7 @@ fl_acquire_set(text **res, int n, text *owner, int64 ttl, TimestampTz deadline, 
 				/* A waiter whose client is gone must not take the lease it was woken for. */
 				if (waited)
 					fl_check_client();
-				busy = fl_round(res, n, owner, ttl, !once, grants, &holder_expires);
+				busy = fl_round(res, n, owner, ttl, !once, deadline, grants, &holder_expires);
 				if (busy < 0)
 				{
 					granted = true;
@@ -303,6 +320,8 @@ fl_acquire_wait_sql(FunctionCallInfo fcinfo, bool session)
 
 	bool granted;
 
+	/* A role the resource is not open to is refused before it queues (privilege.c). */
+	fl_check_resource(resource);
 	/* The grants of this call bind the lease to this session (session.c), or unbind it. */
 	fl_grant_session = session ? fl_session_id() : 0;
 	PG_TRY();
@@ -397,8 +416,12 @@ fencelock_acquire_all(PG_FUNCTION_ARGS)
 			ereport(ERROR, (errcode(ERRCODE_INVALID_PARAMETER_VALUE),
 							errmsg("resource \"%s\" appears twice", text_to_cstring(*order[i])),
 							errhint("Pass each resource once.")));
+	/* All or nothing: every resource's privilege first, before anything is tried or queued. */
 	for (int i = 0; i < n; i++)
+	{
 		sorted[i] = *order[i];
+		fl_check_resource(sorted[i]);
+	}
 
 	/* All or none: a round that does not get every resource is rolled back (fl_acquire_set). */
 	if (!fl_acquire_set(sorted, n, owner, ttl, deadline, grants))
@@ -417,7 +440,9 @@ fencelock_release_all(PG_FUNCTION_ARGS)
 	int released = 0;
 
 	for (int i = 0; i < n; i++)
-		if (fl_release(resources[i], owner, FL_API_0_2))
+		fl_check_resource(resources[i]);
+	for (int i = 0; i < n; i++)
+		if (fl_release(resources[i], owner, NULL, FL_API_0_2))
 			released++;
 	PG_RETURN_INT32(released);
 }

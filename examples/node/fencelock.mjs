@@ -86,8 +86,10 @@ export class Lease {
   }
 
   async #watch() {
-    const renew = () => this.wd.query('SELECT fencelock.renew($1, $2, make_interval(secs => $3)) AS ok',
-      [this.resource, this.owner, this.ttl]);
+    // Renew and release name their grant (the fence): a retry cannot touch a newer lease.
+    const renew = () => this.wd.query(
+      'SELECT fencelock.renew($1, $2, make_interval(secs => $3), $4::int8) AS ok',
+      [this.resource, this.owner, this.ttl, this.fence.toString()]);
     for (;;) {
       try {
         await sleep(this.ttl * 1000 / 3, undefined, { signal: this.#stop.signal });
@@ -133,8 +135,8 @@ export class Lease {
     this.#stop.abort();
     await this.#watchdog;
     try {
-      const { rows } = await this.wd.query('SELECT fencelock.release($1, $2) AS ok',
-        [this.resource, this.owner]);
+      const { rows } = await this.wd.query('SELECT fencelock.release($1, $2, $3::int8) AS ok',
+        [this.resource, this.owner, this.fence.toString()]);
       this.released = rows[0].ok;
     } finally {
       await this.#close();

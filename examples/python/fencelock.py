@@ -98,8 +98,9 @@ class Lease:
         self._stop.set()
         self._thread.join()
         try:
-            self.released = self._wd.execute("SELECT fencelock.release(%s, %s)",
-                                              [self.resource, self.owner]).fetchone()[0]
+            # Naming the grant (fence): a retry cannot free a newer lease of the same owner.
+            self.released = self._wd.execute("SELECT fencelock.release(%s, %s, %s)",
+                                              [self.resource, self.owner, self.fence]).fetchone()[0]
         finally:
             self._close()
         return False
@@ -111,8 +112,9 @@ class Lease:
     def _watch(self):
         while not self._stop.wait(self.ttl / 3):
             try:
-                ok = self._wd.execute("SELECT fencelock.renew(%s, %s, %s::interval)",
-                                      [self.resource, self.owner, f"{self.ttl} s"]).fetchone()[0]
+                ok = self._wd.execute("SELECT fencelock.renew(%s, %s, %s::interval, %s)",
+                                      [self.resource, self.owner, f"{self.ttl} s",
+                                       self.fence]).fetchone()[0]
                 why = None if ok else "the lease expired or was taken over"
             except psycopg.Error as e:
                 why = f"renewal failed: {e}"

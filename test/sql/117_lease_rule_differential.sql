@@ -76,6 +76,18 @@ SELECT * FROM diff_step($$(fencelock.release(%1$L || 'g', 'kim') AND NOT fencelo
 -- Bad input is refused the same way.
 SELECT * FROM diff_step($$fencelock.acquire(%1$L || 'h', '', '10s')$$);
 SELECT * FROM diff_step($$fencelock.renew(%1$L || 'h', 'x', '-1s')$$);
+-- A release and a renew that name their grant (issue 22, etcd's reproducer): the retry of a
+-- release whose first try committed names the old fence and is refused; the newer lease stays.
+SELECT * FROM diff_step($$fencelock.acquire(%1$L || 'sr', 'W', '10s')$$);
+SELECT * FROM diff_step($$fencelock.release(%1$L || 'sr', 'W', 1)$$);
+SELECT * FROM diff_step($$fencelock.acquire(%1$L || 'sr', 'W', '10s')$$);
+SELECT * FROM diff_step($$fencelock.release(%1$L || 'sr', 'W', 1)$$);
+SELECT * FROM diff_step($$fencelock.renew(%1$L || 'sr', 'W', '10s', 1)$$);
+SELECT * FROM diff_step($$fencelock.renew(%1$L || 'sr', 'W', '10s', 2)$$);
+SELECT * FROM diff_step($$fencelock.release(%1$L || 'sr', 'V', 2)$$);
+SELECT * FROM diff_step($$fencelock.release(%1$L || 'sr', 'W', NULL)$$);
+SELECT * FROM diff_step($$fencelock.release(%1$L || 'sr', 'W', 2)$$);
+SELECT * FROM diff_step($$fencelock.renew(%1$L || 'sr', 'W', '10s', 2)$$);
 
 -- == REPEATABLE READ: both paths are the statements'; the answers stay the same ==
 BEGIN ISOLATION LEVEL REPEATABLE READ;

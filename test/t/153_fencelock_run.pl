@@ -299,6 +299,25 @@ is(lease_state('status'), 'free', 'lease released after a failing command');
 	ok(!kill(0, $child), 'a command ignoring SIGTERM is killed after the grace period');
 }
 
+# --- renew and release name the run's grant (issue 22): the same owner's newer grant, made
+# behind the run's back, is neither renewed nor released by it ---
+
+{
+	my $run = start_fl('-r', 'regrant', '-o', 'same-owner', '-t', '2s', '-k', '300ms', '--', 'sh',
+		'-c', "trap '' TERM; echo \$\$ > '$dir/g-pid'; while :; do sleep 0.1; done");
+	wait_for_file("$dir/g-pid");
+	my $newer = $node->safe_psql('postgres',
+		"SELECT fencelock.release('regrant', 'same-owner') AND true, "
+		  . "fencelock.acquire('regrant', 'same-owner', '1 min')");
+	like($newer, qr/^t\|\d+$/, 'the same owner released and took the lease again');
+	($rc, $out, $err) = finish_fl($run);
+	is($rc, 76, 'renew naming the old fence is refused: exit 76');
+	is($node->safe_psql('postgres',
+			"SELECT owner, fence FROM fencelock.lease WHERE resource = 'regrant' "
+			  . "AND expires_at > now()"),
+		'same-owner|' . (split /\|/, $newer)[1], 'the newer grant is still held, not released');
+}
+
 # --- SIGHUP (like SIGINT, SIGTERM) is forwarded; the lease is released after ---
 
 {

@@ -40,6 +40,10 @@ $node->safe_psql('postgres', "SELECT fencelock.release('dr:free', 'w2')");
 # A lease taken by a non-superuser role: the view shows its owner token to that role.
 $node->safe_psql('postgres', "SELECT fencelock.acquire('dr:app', 'app-token', '1 hour')",
 	extra_params => [ '-U', 'app' ]);
+# Resource privileges (issue 22): 'dr:app' names are app's alone; the grant is dumped by role name.
+$node->safe_psql('postgres', q{
+	CREATE ROLE filler;
+	SELECT fencelock.grant_resources('dr:app', 'app')});
 
 my $digest = fl_lease_digest($node);
 my $leases_sql = "SELECT resource, owner, fence, state, holder FROM fencelock.leases ORDER BY resource";
@@ -71,6 +75,13 @@ sub check_restored
 		't|4', "$what: the held lease's next grant is fence 4");
 	my ($state) = fl_error($n, $db, 'UPDATE orders SET last_fence = 2 WHERE id = 1');
 	is($state, 'FL001', "$what: the fence trigger still refuses an older fence");
+	is($n->safe_psql($db, 'SELECT prefix, grantee FROM fencelock.resource_privileges'),
+		'dr:app|app', "$what: the resource grant is kept, by role name");
+	is($n->safe_psql($db, "SELECT fencelock.renew('dr:app', 'app-token', '1 hour')",
+			extra_params => [ '-U', 'app' ]),
+		't', "$what: the grantee still renews its lease");
+	($state) = fl_error($n, $db, "SET ROLE filler; SELECT fencelock.acquire('dr:app-2', 'f')");
+	is($state, '42501', "$what: another role is still refused the granted names");
 }
 
 # Into a new database of the same cluster, plain format through psql.

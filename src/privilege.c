@@ -1,0 +1,329 @@
+/*
+ * privilege.c — who may take which lease: resource privileges by name prefix (issue 22).
+ *
+ *   grant_resources(prefix, grantee)    reserves the names beginning with prefix to grantee
+ *   revoke_resources(prefix, grantee)   takes one such grant back
+ *   view resource_privileges            the grants (prefix, grantee)
+ *
+ * Resource names are one namespace open to every role that may call acquire.  Once a prefix of
+ * fencelock.resource_grants covers a name, only members of that prefix's grantees (and
+ * superusers) may acquire, renew, release or assert_fence it, or write a table bound to it; where
+ * several prefixes cover a name, the longest decides.  Names under no prefix stay open.  The
+ * entry points (lease.c, wait.c, leasebound.c) call fl_check_resource before they touch the
+ * lease; the lease rule (leasetable.c) knows nothing of it.
+ *
+ * This file owns fencelock.resource_grants: its statements and this backend's cache of it.  The
+ * cache holds the prefixes in a hash table keyed by the prefix's bytes, and the distinct prefix
+ * lengths, longest first: the longest prefix covering a name is the first of its leading parts
+ * of those lengths found in the table.  With no prefix defined the check is one flag test.  It is
+ * dropped at any invalidation of the table's relcache entry, which grant_resources and
+ * revoke_resources send (the table's rows change without one otherwise), and rebuilt at the next
+ * check.
+ */
+#include "postgres.h"
+
+#include "access/xact.h"
+#include "args.h"
+#include "asowner.h"
+#include "catalog/pg_authid.h"
+#include "catalog/pg_type.h"
+#include "common/hashfn.h"
+#include "fencelock.h"
+#include "miscadmin.h"
+#include "privilege.h"
+#include "utils/acl.h"
+#include "utils/builtins.h"
+#include "utils/inval.h"
+#include "utils/lsyscache.h"
+#include "utils/memutils.h"
+#include "utils/syscache.h"
+
+PG_FUNCTION_INFO_V1(fencelock_grant_resources);
+PG_FUNCTION_INFO_V1(fencelock_revoke_resources);
+
+/* One prefix and the roles granted it. */
+typedef struct FlPrefix
+{
+	char *bytes; /* not NUL-terminated */
+	int len;
+	uint32 hash;
+	int ngrantees;
+	Oid *grantees;
+} FlPrefix;
+
+static struct
+{
+	bool valid;
+	bool any;  /* some prefix exists: the flag the check tests first */
+	Oid relid; /* fencelock.resource_grants, InvalidOid when the table is missing (before 0.4.0) */
+	MemoryContext cxt;
+	FlPrefix *slots; /* open addressing, nslots a power of two, NULL bytes: empty */
+	int nslots;
+	int *lengths; /* distinct prefix lengths, longest first */
+	int nlengths;
+} cache;
+
+static FlStmt grants_select = {"SELECT g.prefix, CAST(g.grantee AS pg_catalog.oid) "
+							   "FROM fencelock.resource_grants AS g ORDER BY g.prefix",
+							   0,
+							   {InvalidOid}};
+
+static FlStmt grant_insert = {"INSERT INTO fencelock.resource_grants AS g (prefix, grantee) "
+							  "VALUES ($1, CAST($2 AS pg_catalog.regrole)) "
+							  "ON CONFLICT (prefix, grantee) DO NOTHING",
+							  2,
+							  {TEXTOID, OIDOID}};
+
+static FlStmt grant_delete = {"DELETE FROM fencelock.resource_grants AS g "
+							  "WHERE g.prefix OPERATOR(pg_catalog.=) $1 "
+							  "AND CAST(g.grantee AS pg_catalog.oid) OPERATOR(pg_catalog.=) $2",
+							  2,
+							  {TEXTOID, OIDOID}};
+
+static const FlTextArg prefix_arg = {
+	"prefix", FENCELOCK_MAX_RESOURCE_LEN,
+	"Pass the beginning of the resource names to reserve, such as 'order-'.",
+	"A prefix is no longer than a resource name."};
+
+static void
+cache_invalidate(Datum arg, Oid relid)
+{
+	/* A missing table: any invalidation may be the update that creates it. */
+	if (relid == InvalidOid || relid == cache.relid || !OidIsValid(cache.relid))
+		cache.valid = false;
+}
+
+static FlPrefix *
+slot_for(const char *bytes, int len, uint32 hash)
+{
+	int mask = cache.nslots - 1;
+
+	for (int i = hash & mask;; i = (i + 1) & mask)
+	{
+		FlPrefix *p = &cache.slots[i];
+
+		if (p->bytes == NULL ||
+			(p->hash == hash && p->len == len && memcmp(p->bytes, bytes, len) == 0))
+			return p;
+	}
+}
+
+/* Row R's prefix, of the grants just read (never NULL: the column is NOT NULL). */
+static text *
+row_prefix(uint64 r)
+{
+	bool isnull;
+	Datum d = SPI_getbinval(SPI_tuptable->vals[r], SPI_tuptable->tupdesc, 1, &isnull);
+
+	return isnull ? cstring_to_text("") : DatumGetTextPP(d);
+}
+
+static bool
+texts_equal(text *a, text *b)
+{
+	return VARSIZE_ANY_EXHDR(a) == VARSIZE_ANY_EXHDR(b) &&
+		   memcmp(VARDATA_ANY(a), VARDATA_ANY(b), VARSIZE_ANY_EXHDR(a)) == 0;
+}
+
+/* Read the grants into the cache, in its own memory context. */
+static void
+cache_build(void)
+{
+	static bool registered = false;
+	Oid relid = get_relname_relid("resource_grants", fl_extension_schema());
+	FlSession s;
+	uint64 n;
+	bool *seen_length;
+
+	if (!registered)
+	{
+		CacheRegisterRelcacheCallback(cache_invalidate, (Datum) 0);
+		registered = true;
+	}
+	if (cache.cxt == NULL)
+		cache.cxt = AllocSetContextCreate(TopMemoryContext, "fencelock resource privileges",
+										  ALLOCSET_SMALL_SIZES);
+	MemoryContextReset(cache.cxt);
+	cache.slots = NULL;
+	cache.nslots = 0;
+	cache.lengths = NULL;
+	cache.nlengths = 0;
+	cache.relid = relid;
+	cache.any = false;
+	/* Valid from here: an invalidation while reading clears it again. */
+	cache.valid = true;
+	if (!OidIsValid(relid))
+		return;
+
+	/* In the caller's memory: SPI_finish frees what is allocated in between. */
+	seen_length = palloc0(sizeof(bool) * (FENCELOCK_MAX_RESOURCE_LEN + 1));
+	fl_begin(&s);
+	n = fl_run(&grants_select, NULL, NULL, true);
+	cache.nslots = 16;
+	while (cache.nslots < 2 * (int) n)
+		cache.nslots *= 2;
+	cache.slots = MemoryContextAllocZero(cache.cxt, sizeof(FlPrefix) * cache.nslots);
+	cache.lengths = MemoryContextAlloc(cache.cxt, sizeof(int) * (FENCELOCK_MAX_RESOURCE_LEN + 1));
+	/* Ordered by prefix: the grants of one prefix are one run of rows. */
+	for (uint64 r = 0, next; r < n; r = next)
+	{
+		text *t = row_prefix(r);
+		int len = VARSIZE_ANY_EXHDR(t);
+		uint32 hash = hash_bytes((const unsigned char *) VARDATA_ANY(t), len);
+		FlPrefix *p;
+
+		for (next = r + 1; next < n && texts_equal(row_prefix(next), t); next++)
+			;
+		if (len == 0 || len > FENCELOCK_MAX_RESOURCE_LEN)
+			continue;
+		p = slot_for(VARDATA_ANY(t), len, hash);
+		p->bytes = MemoryContextAlloc(cache.cxt, len);
+		memcpy(p->bytes, VARDATA_ANY(t), len);
+		p->len = len;
+		p->hash = hash;
+		p->grantees = MemoryContextAlloc(cache.cxt, sizeof(Oid) * (next - r));
+		for (uint64 g = r; g < next; g++)
+		{
+			bool isnull;
+			Datum d = SPI_getbinval(SPI_tuptable->vals[g], SPI_tuptable->tupdesc, 2, &isnull);
+
+			if (!isnull)
+				p->grantees[p->ngrantees++] = DatumGetObjectId(d);
+		}
+		seen_length[len] = true;
+		cache.any = true;
+	}
+	fl_end(&s);
+	for (int len = FENCELOCK_MAX_RESOURCE_LEN; len > 0; len--)
+		if (seen_length[len])
+			cache.lengths[cache.nlengths++] = len;
+	pfree(seen_length);
+}
+
+/* The longest prefix covering NAME (LEN bytes), or NULL. */
+static const FlPrefix *
+covering(const char *name, int len)
+{
+	for (int i = 0; i < cache.nlengths; i++)
+	{
+		int l = cache.lengths[i];
+		const FlPrefix *p;
+
+		if (l > len)
+			continue;
+		p = slot_for(name, l, hash_bytes((const unsigned char *) name, l));
+		if (p->bytes != NULL)
+			return p;
+	}
+	return NULL;
+}
+
+static bool
+member_of_any(Oid role, const FlPrefix *p)
+{
+	if (superuser_arg(role))
+		return true;
+	for (int i = 0; i < p->ngrantees; i++)
+		if (has_privs_of_role(role, p->grantees[i]))
+			return true;
+	return false;
+}
+
+/*
+ * Raise 42501 unless the current role may use RESOURCE (NAME, LEN bytes): it is under no prefix,
+ * or the role is a member of a grantee of the longest prefix covering it.
+ */
+static void
+check_name(const char *name, int len)
+{
+	const FlPrefix *p;
+
+	if (!cache.valid)
+		cache_build();
+	if (!cache.any)
+		return;
+	p = covering(name, len);
+	if (p == NULL || member_of_any(GetUserId(), p))
+		return;
+	ereport(ERROR,
+			(errcode(ERRCODE_INSUFFICIENT_PRIVILEGE),
+			 errmsg("permission denied for resource \"%.*s\"", len, name),
+			 errdetail("Resource names beginning with \"%.*s\" are reserved to the roles granted "
+					   "that prefix.",
+					   p->len, p->bytes),
+			 errhint("Call as a member of such a role; the extension's owner grants the prefix "
+					 "with fencelock.grant_resources('%.*s', role).",
+					 p->len, p->bytes)));
+}
+
+void
+fl_check_resource(text *resource)
+{
+	/* The one flag test when no prefix is defined. */
+	if (likely(cache.valid && !cache.any))
+		return;
+	check_name(VARDATA_ANY(resource), VARSIZE_ANY_EXHDR(resource));
+}
+
+void
+fl_check_resource_cstring(const char *resource)
+{
+	if (likely(cache.valid && !cache.any))
+		return;
+	check_name(resource, strlen(resource));
+}
+
+/* The grantee argument: not null, an existing role. */
+static Oid
+arg_grantee(FunctionCallInfo fcinfo, int argno)
+{
+	Oid role;
+
+	fl_arg_not_null(fcinfo, argno, "grantee", "Pass a role, such as 'app'.");
+	role = PG_GETARG_OID(argno);
+	if (!SearchSysCacheExists1(AUTHOID, ObjectIdGetDatum(role)))
+		ereport(ERROR,
+				(errcode(ERRCODE_UNDEFINED_OBJECT), errmsg("role with OID %u does not exist", role),
+				 errhint("Pass a role, such as 'app'.")));
+	return role;
+}
+
+/* Change the grants by STMT; every backend's cache is dropped when the change commits. */
+static bool
+change_grants(FlStmt *stmt, text *prefix, Oid role)
+{
+	Datum values[2] = {PointerGetDatum(prefix), ObjectIdGetDatum(role)};
+	FlSession s;
+	bool changed;
+	Oid relid = get_relname_relid("resource_grants", fl_extension_schema());
+
+	if (!OidIsValid(relid))
+		ereport(ERROR, (errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+						errmsg("fencelock.resource_grants does not exist"),
+						errhint("Update the extension: ALTER EXTENSION fencelock UPDATE.")));
+	fl_begin(&s);
+	changed = fl_run(stmt, values, NULL, false) > 0;
+	fl_end(&s);
+	CacheInvalidateRelcacheByRelid(relid);
+	return changed;
+}
+
+/* grant_resources(prefix, grantee): true when the grant is new */
+Datum
+fencelock_grant_resources(PG_FUNCTION_ARGS)
+{
+	text *prefix = fl_arg_text(fcinfo, 0, &prefix_arg);
+	Oid role = arg_grantee(fcinfo, 1);
+
+	PG_RETURN_BOOL(change_grants(&grant_insert, prefix, role));
+}
+
+/* revoke_resources(prefix, grantee): true when there was such a grant */
+Datum
+fencelock_revoke_resources(PG_FUNCTION_ARGS)
+{
+	text *prefix = fl_arg_text(fcinfo, 0, &prefix_arg);
+	Oid role = arg_grantee(fcinfo, 1);
+
+	PG_RETURN_BOOL(change_grants(&grant_delete, prefix, role));
+}
