@@ -90,11 +90,6 @@ type Options struct {
 	Wait  time.Duration
 }
 
-// nameTheFence: until fencelock has renew(resource, owner, ttl, fence) and release(resource,
-// owner, fence) (0.4.0, the issue on resource privileges), the watchdog and Release use the forms
-// without the fence; set it to true to pass it.
-const nameTheFence = false
-
 // Lease is a held fencelock lease.
 type Lease struct {
 	resource, owner string
@@ -250,16 +245,15 @@ func (l *Lease) watch() {
 	}
 }
 
-// leaseCall: renew (the watchdog's) or release (Release's) on the watchdog's connection; the one
-// place to change when the fence is passed (nameTheFence).
+// leaseCall: renew (the watchdog's) or release (Release's) on the watchdog's connection, naming
+// this grant's fence: a late call (a retry after a lost response) cannot renew or release a newer
+// grant of the same owner.
 func (l *Lease) leaseCall(ctx context.Context, renew bool) (bool, error) {
 	sql, args := "SELECT fencelock.release($1, $2", []interface{}{l.resource, l.owner}
 	if renew {
 		sql, args = "SELECT fencelock.renew($1, $2, pg_catalog.make_interval(secs => $3)", append(args, l.ttl.Seconds())
 	}
-	if nameTheFence {
-		sql, args = sql+fmt.Sprintf(", $%d::pg_catalog.int8", len(args)+1), append(args, l.fence)
-	}
+	sql, args = sql+fmt.Sprintf(", $%d::pg_catalog.int8", len(args)+1), append(args, l.fence)
 	var ok *bool
 	if err := l.wd.QueryRow(ctx, sql+")", args...).Scan(&ok); err != nil {
 		return false, err

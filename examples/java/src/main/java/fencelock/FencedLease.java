@@ -32,13 +32,6 @@ import org.postgresql.PGConnection;
  * ({@link #connection()}), but carry {@link #fence()} in every write to a fenced table.
  */
 public final class FencedLease implements AutoCloseable {
-    /**
-     * Until fencelock has {@code renew(resource, owner, ttl, fence)} and
-     * {@code release(resource, owner, fence)} (0.4.0, the issue on resource privileges), the
-     * watchdog and close() use the forms without the fence; set this to true to pass it.
-     */
-    static final boolean NAME_THE_FENCE = false;
-
     private final String resource;
     private final String owner;
     private final Duration ttl;
@@ -230,21 +223,22 @@ public final class FencedLease implements AutoCloseable {
     }
 
     /**
-     * renew (the watchdog's) or release (close()'s) on the watchdog connection. The one place to
-     * change when the fence is passed: see {@link #NAME_THE_FENCE}.
+     * renew (the watchdog's) or release (close()'s) on the watchdog connection, naming this
+     * grant's fence: a call that comes late (a retry after a lost response) cannot renew or
+     * release a newer grant of the same owner.
      */
     private boolean leaseCall(boolean renew) throws SQLException {
         String sql = renew
                 ? "SELECT fencelock.renew(?, ?, pg_catalog.make_interval(secs => ?)"
                 : "SELECT fencelock.release(?, ?";
-        sql += NAME_THE_FENCE ? ", ?::pg_catalog.int8)" : ")";
+        sql += ", ?::pg_catalog.int8)";
         synchronized (watchdogConn) {
             try (PreparedStatement ps = watchdogConn.prepareStatement(sql)) {
                 int i = 0;
                 ps.setString(++i, resource);
                 ps.setString(++i, owner);
                 if (renew) ps.setDouble(++i, seconds(ttl));
-                if (NAME_THE_FENCE) ps.setLong(++i, fence);
+                ps.setLong(++i, fence);
                 Boolean ok = single(ps, Boolean.class);
                 return ok != null && ok;
             }
