@@ -15,6 +15,7 @@ OBJS = \
 	src/inhguard.o \
 	src/shmem.o \
 	src/stats.o \
+	src/resstats.o \
 	src/waitqueue.o \
 	src/wait.o \
 	src/history.o \

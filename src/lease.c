@@ -15,6 +15,7 @@
 #include "leasetable.h"
 #include "miscadmin.h"
 #include "notify.h"
+#include "resstats.h"
 #include "session.h"
 #include "settings.h"
 #include "stats.h"
@@ -83,6 +84,7 @@ fl_try_acquire(text *resource, text *owner, int64 ttl, FlApi api, bool want_expi
 	if (!g->granted)
 	{
 		fl_count(FL_BUSY, 1);
+		fl_resstats_count(resource, FL_RES_BUSY);
 		return;
 	}
 	if (fl_grant_session != 0)
@@ -102,6 +104,8 @@ void
 fl_count_grant(text *resource, const FlGrant *g)
 {
 	fl_count_at_commit(g->is_new ? FL_GRANTS : FL_REACQUIRES, 1);
+	fl_count_resource_at_commit(resource, FL_RES_GRANT, g->fence, g->granted_at, g->expires_at,
+								g->is_new && g->how == FL_GRANTED_TAKEOVER);
 	if (g->is_new && g->how == FL_GRANTED_TAKEOVER)
 	{
 		fl_count_at_commit(FL_TAKEOVERS, 1);
@@ -156,10 +160,15 @@ fl_renew_sql(FunctionCallInfo fcinfo, FlApi api)
 	text *resource = fl_arg_resource(fcinfo, 0);
 	text *owner = fl_arg_owner(fcinfo, 1);
 	int64 ttl = fl_arg_ttl(fcinfo, 2);
-	bool done = fl_owner_update(resource, owner, ttl, false, api) >= 0;
+	int64 fence = fl_owner_update(resource, owner, ttl, false, api);
+	bool done = fence >= 0;
 
 	if (done)
+	{
 		fl_count_at_commit(FL_RENEWALS, 1);
+		fl_count_resource_at_commit(resource, FL_RES_RENEW, fence, 0, GetCurrentTimestamp() + ttl,
+									false);
+	}
 	else
 		fl_count(FL_RENEWALS_REFUSED, 1);
 	PG_RETURN_BOOL(done);
@@ -174,9 +183,11 @@ fl_release(text *resource, text *owner, FlApi api)
 	if (!done)
 	{
 		fl_count(FL_RELEASES_REFUSED, 1);
+		fl_resstats_count(resource, FL_RES_RELEASE_REFUSED);
 		return false;
 	}
 	fl_count_at_commit(FL_RELEASES, 1);
+	fl_count_resource_at_commit(resource, FL_RES_RELEASE, fence, GetCurrentTimestamp(), 0, false);
 	if (fencelock_notify)
 		fl_notify("released", resource, fence, NameStr(*fl_holder_name()));
 	/* The next waiter may try now; its grant waits for this transaction's row lock. */
@@ -268,6 +279,7 @@ fencelock_assert_fence(PG_FUNCTION_ARGS)
 		PG_RETURN_VOID();
 	}
 	fl_count(FL_STALE_REJECTED, 1);
+	fl_resstats_stale(resource, found && fence < current ? fl_lease_locked_age() : -1);
 	if (fencelock_log_level >= 0)
 		ereport(fencelock_log_level,
 				(errmsg("fence " INT64_FORMAT " for resource \"%s\" refused by assert_fence", fence,

@@ -334,15 +334,18 @@ static FlStmt fence_select = {
 	{TEXTOID}};
 
 /*
- * $1 resource: its latest fence and the role of its latest grant, the row locked against grants
- * (assert_fence, a lease-bound write).  The casts keep the result's types whatever a superuser
- * made of the columns; the direct path reads them only where they have these types.
+ * $1 resource: its latest fence, the role of its latest grant and when that grant was made, the
+ * row locked against grants (assert_fence, a lease-bound write).  The casts keep the result's
+ * types whatever a superuser made of the columns; the direct path reads them only where they
+ * have these types.
  */
-static FlStmt fence_lock = {"SELECT CAST(l.fence AS pg_catalog.int8), "
-							"CAST(l.holder AS pg_catalog.name) FROM fencelock.lease AS l "
-							"WHERE l.resource OPERATOR(pg_catalog.=) $1 FOR SHARE",
-							1,
-							{TEXTOID}};
+static FlStmt fence_lock = {
+	"SELECT CAST(l.fence AS pg_catalog.int8), "
+	"CAST(l.holder AS pg_catalog.name), "
+	"CAST(l.acquired_at AS pg_catalog.timestamptz) FROM fencelock.lease AS l "
+	"WHERE l.resource OPERATOR(pg_catalog.=) $1 FOR SHARE",
+	1,
+	{TEXTOID}};
 
 /* The holder alone, without a lock (assert_fence checks it before it locks). */
 static FlStmt holder_select = {"SELECT CAST(l.holder AS pg_catalog.name) FROM fencelock.lease AS l "
@@ -747,6 +750,8 @@ fl_lease_fence(text *resource, int64 *fence)
 	return found;
 }
 
+static TimestampTz locked_acquired_at = 0; /* of the row fl_lease_lock read last; 0: none */
+
 /*
  * Share-lock RESOURCE's row against grants until the transaction ends, and read its latest fence
  * and holder: directly in READ COMMITTED where leaserow.c can (a transaction snapshot must see a
@@ -761,8 +766,9 @@ fl_lease_lock(text *resource, bool *found, int64 *fence, NameData *holder, bool 
 	bool isnull = true;
 
 	*holder_null = true;
+	locked_acquired_at = 0;
 	if (fencelock_direct_path && !IsolationUsesXactSnapshot() &&
-		fl_lease_row_lock_share(resource, found, fence, holder, holder_null))
+		fl_lease_row_lock_share(resource, found, fence, holder, holder_null, &locked_acquired_at))
 		return;
 
 	values[0] = PointerGetDatum(resource);
@@ -777,8 +783,24 @@ fl_lease_lock(text *resource, bool *found, int64 *fence, NameData *holder, bool 
 		d = SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 2, holder_null);
 		if (!*holder_null)
 			namestrcpy(holder, NameStr(*DatumGetName(d)));
+		d = SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 3, &isnull);
+		if (!isnull)
+			locked_acquired_at = DatumGetTimestampTz(d);
 	}
 	fl_end(&s);
+}
+
+/*
+ * How long ago the latest grant of the row the latest fl_lease_lock read was made, in
+ * microseconds: how late a fence it refuses comes after the grant that superseded it (-1 when
+ * unknown).
+ */
+int64
+fl_lease_locked_age(void)
+{
+	if (locked_acquired_at == 0)
+		return -1;
+	return Max(GetCurrentTimestamp() - locked_acquired_at, 0);
 }
 
 /* ---------------------------------------------------------------------------------------------

@@ -27,6 +27,7 @@ extern char *fl_lease_holder(text *resource, bool *found);
 extern void fl_lease_lock(text *resource, bool *found, int64 *fence, NameData *holder,
 						  bool *holder_null);
 extern bool fl_lease_holder_member(Oid role, const char *holder);
+extern int64 fl_lease_locked_age(void);
 
 /* Purge, revoke, a session's end, raise_fences */
 extern int64 fl_lease_purge(FlApi api, TimestampTz cutoff, TimestampTz now);
