@@ -10,12 +10,14 @@ OBJS = \
 	src/lease.o \
 	src/leaserow.o \
 	src/leasetable.o \
+	src/timeline.o \
 	src/privilege.o \
 	src/key.o \
 	src/trigger.o \
 	src/inhguard.o \
 	src/shmem.o \
 	src/stats.o \
+	src/resstats.o \
 	src/waitqueue.o \
 	src/wait.o \
 	src/history.o \

@@ -67,12 +67,15 @@ echo "== restarting the cluster under callgrind" >&2
 fl_as_pg pg_ctl -D "$dir/data" -m fast -w stop >/dev/null
 mkdir "$dir/cg"
 chown postgres: "$dir/cg"
-runuser -u postgres -- valgrind --tool=callgrind --callgrind-out-file="$dir/cg/%p.out" ${CG_VALGRIND_ARGS:-} \
-	"$PG_BIN/postgres" -D "$dir/data" -c log_disconnections=on -c "log_line_prefix=%p %a " \
-	>"$dir/valgrind.log" 2>&1 &
-VG_PID=$!
-for _ in $(seq 300); do q -c "SELECT 1" >/dev/null 2>&1 && break; sleep 1; done
-q -c "SELECT 1" >/dev/null || die "the server did not start under valgrind (see $dir/valgrind.log)"
+vg_start() { # vg_start [-c SETTING...]: the server under callgrind, its log appended to valgrind.log
+	runuser -u postgres -- valgrind --tool=callgrind --callgrind-out-file="$dir/cg/%p.out" ${CG_VALGRIND_ARGS:-} \
+		"$PG_BIN/postgres" -D "$dir/data" -c log_disconnections=on -c "log_line_prefix=%p %a " "$@" \
+		>>"$dir/valgrind.log" 2>&1 &
+	VG_PID=$!
+	for _ in $(seq 300); do q -c "SELECT 1" >/dev/null 2>&1 && break; sleep 1; done
+	q -c "SELECT 1" >/dev/null || die "the server did not start under valgrind (see $dir/valgrind.log)"
+}
+vg_start
 
 # total DB SCRIPT N: the instruction total of the backend that ran N transactions of SCRIPT.
 # Backends log their pid and application name when they end; pgbench's are found there, and the
@@ -155,6 +158,17 @@ measure rows_1m bench_1m cycle_spread.sql
 [ "$HAVE_PRIVS" != 1 ] || measure prefixes_1k bench_pfx cycle_spread.sql
 measure floor_1k bench_1k cycle_floor_spread.sql
 measure floor_1m bench_1m cycle_floor_spread.sql
+# Issue 26: row 2 again without per-resource statistics (fencelock.max_resources = 0, a
+# postmaster setting: the server restarts under callgrind), for their cost.
+if [ -z "${CG_ONLY:-}" ] || [[ " $CG_ONLY " == *" fencelock_nores "* ]]; then
+	fl_as_pg pg_ctl -D "$dir/data" -m fast -w stop >/dev/null
+	wait "$VG_PID" 2>/dev/null
+	vg_start -c fencelock.max_resources=0
+	measure fencelock_nores bench cycle_fencelock.sql
+	fl_as_pg pg_ctl -D "$dir/data" -m fast -w stop >/dev/null
+	wait "$VG_PID" 2>/dev/null
+	vg_start
+fi
 if [ "$HAVE_CLAIM" = 1 ]; then
 	measure claim_sql_1k bench claim_sql_1k.sql
 	measure claim_fl_1k bench claim_fl_1k.sql
@@ -201,6 +215,8 @@ report() {
 	line 2 "floor: two bare UPDATEs by primary key" floor
 	line 2 "fencelock acquire + release" fencelock floor "≥ 0.95" "r >= 0.95"
 	line 2 "PL/pgSQL acquire + release" plpgsql floor
+	line 2 "fencelock acquire + release without per-resource statistics (max_resources = 0)" fencelock_nores
+	line 2 "fencelock acquire + release: per-resource statistics' cost (without ÷ with)" fencelock fencelock_nores "≥ 0.971 (cost ≤ 1.03×)" "r >= 1 / 1.03"
 	line 3 "fencelock cycle, 1 000 lease rows" rows_1k
 	line 3 "fencelock cycle, 1 000 000 lease rows" rows_1m rows_1k "≥ 0.833 (cost ≤ 1.2×)" "r >= 1 / 1.2"
 	line 3 "fencelock cycle, 1 000 lease rows, 1 000 resource prefixes (issue 22)" prefixes_1k rows_1k "≥ 0.99 (cost ≤ 1.01×)" "r >= 0.99"

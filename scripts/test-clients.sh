@@ -468,9 +468,29 @@ else
 	expect "exporter: fencelock_leases_held, _waiters and _oldest_held_age_seconds show a held lease and its waiter" \
 		'[ "$(metric "$work/m1" fencelock_leases_held)" -ge 1 ] && [ "$(metric "$work/m1" fencelock_leases_waiters)" -ge 1 ] &&
 		 awk "BEGIN { exit !($(metric "$work/m1" fencelock_leases_oldest_held_age_seconds) >= 0.2) }"' "$work/m1"
+	# Issue 26: the same lease and waiter per resource (fencelock_resource_*, bounded series).
+	bad=()
+	for m in busy_total grants_total takeovers_total waits_total wait_seconds_total wait_timeouts_total \
+		waiters_refused_total holds_total hold_seconds_total stale_rejected_total; do
+		grep -q "^# TYPE fencelock_resource_$m counter" "$work/m1" || bad+=("$m")
+	done
+	for m in max_wait_seconds max_hold_seconds max_stale_seconds waiters; do
+		grep -q "^# TYPE fencelock_resource_$m gauge" "$work/m1" || bad+=("$m")
+	done
+	rw=$(metric "$work/m1" fencelock_resource_waiters 'resource="metrics:held"')
+	rb=$(metric "$work/m1" fencelock_resource_busy_total 'resource="metrics:held"')
+	rn=$(grep -c "^fencelock_resource_busy_total{" "$work/m1")
+	expect "exporter: fencelock_resource_waiters{resource=\"metrics:held\"} shows the waiter ($rw), _busy_total its tries ($rb); $rn resources (at most 60); every fencelock_resource metric typed" \
+		'[ "$rw" -ge 1 ] && [ "$rb" -ge 1 ] && [ "$rn" -le 60 ] &&
+		 [ ${#bad[@]} -eq 0 ] || { echo "#   missing or mistyped: ${bad[*]}"; false; }' "$work/m1"
 	q -c "SELECT fencelock.release('metrics:held', 'holder')" >/dev/null
 	wait "$wpid"
 	q -c "SELECT fencelock.release('metrics:held', 'waiter')" >/dev/null
+	scrape "$work/m1b"
+	rh=$(metric "$work/m1b" fencelock_resource_max_hold_seconds 'resource="metrics:held"')
+	rwt=$(metric "$work/m1b" fencelock_resource_waits_total 'resource="metrics:held"')
+	expect "exporter: after the release, fencelock_resource_max_hold_seconds{resource=\"metrics:held\"} >= 0.2 ($rh), its wait counted ($rwt)" \
+		'awk "BEGIN { exit !($rh >= 0.2) }" && [ "$rwt" -ge 1 ]' "$work/m1b"
 
 	# A stale write refused moves the counters.
 	q -c "SELECT fencelock.acquire('report:metrics', 'm-a', '60 s')" \

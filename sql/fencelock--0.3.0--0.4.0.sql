@@ -69,3 +69,47 @@ REVOKE EXECUTE ON FUNCTION fencelock.revoke_resources(pg_catalog.text, pg_catalo
 CREATE VIEW fencelock.resource_privileges AS
 SELECT g.prefix, g.grantee FROM fencelock.resource_grants AS g;
 GRANT SELECT ON fencelock.resource_privileges TO PUBLIC;
+-- == contention per resource (issue 26) ==
+-- One row per resource of this database (src/resstats.c; with shared_preload_libraries, bounded
+-- by fencelock.max_resources).  Readable by everyone, as stats is; owner tokens are never kept.
+CREATE FUNCTION fencelock.read_resource_stats(OUT resource pg_catalog.text,
+                                              OUT grants pg_catalog.int8,
+                                              OUT takeovers pg_catalog.int8,
+                                              OUT busy pg_catalog.int8,
+                                              OUT waits pg_catalog.int8,
+                                              OUT wait_time_ms pg_catalog.float8,
+                                              OUT max_wait_ms pg_catalog.float8,
+                                              OUT wait_timeouts pg_catalog.int8,
+                                              OUT waiters_refused pg_catalog.int8,
+                                              OUT max_waiters pg_catalog.int4,
+                                              OUT holds pg_catalog.int8,
+                                              OUT hold_time_ms pg_catalog.float8,
+                                              OUT max_hold_ms pg_catalog.float8,
+                                              OUT releases_refused pg_catalog.int8,
+                                              OUT stale_rejected pg_catalog.int8,
+                                              OUT max_stale_ms pg_catalog.float8,
+                                              OUT last_grant pg_catalog.timestamptz,
+                                              OUT held pg_catalog.bool)
+RETURNS SETOF record
+AS 'MODULE_PATHNAME', 'fencelock_resource_stats'
+LANGUAGE C VOLATILE;
+
+CREATE VIEW fencelock.resource_stats AS SELECT * FROM fencelock.read_resource_stats();
+
+CREATE FUNCTION fencelock.read_resource_stats_info(OUT resources pg_catalog.int8,
+                                                   OUT max_resources pg_catalog.int4,
+                                                   OUT evicted pg_catalog.int8,
+                                                   OUT stats_reset pg_catalog.timestamptz)
+RETURNS record
+AS 'MODULE_PATHNAME', 'fencelock_resource_stats_info'
+LANGUAGE C VOLATILE;
+
+CREATE VIEW fencelock.resource_stats_info AS SELECT * FROM fencelock.read_resource_stats_info();
+
+GRANT SELECT ON fencelock.resource_stats, fencelock.resource_stats_info TO PUBLIC;
+
+CREATE FUNCTION fencelock.resource_stats_reset()
+RETURNS pg_catalog.void
+AS 'MODULE_PATHNAME', 'fencelock_resource_stats_reset'
+LANGUAGE C VOLATILE;
+REVOKE EXECUTE ON FUNCTION fencelock.resource_stats_reset() FROM PUBLIC;

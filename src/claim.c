@@ -26,6 +26,7 @@
 #include "settings.h"
 #include "stats.h"
 #include "taskwait.h"
+#include "timeline.h"
 #include "utils/builtins.h"
 #include "utils/lsyscache.h"
 #include "utils/sortsupport.h"

@@ -17,12 +17,20 @@
  *
  * The counts wait here in backend memory; the shared counters and the prepared transactions'
  * slots are stats.c's.  Without preload nothing is counted.
+ *
+ * Per-resource grants, renewals and releases (resstats.c) follow the transaction the same way:
+ * held here as a list of events in the order they were made, each with its nesting level (the
+ * events of an open subtransaction are always the list's tail), relabelled to the parent level
+ * when a subtransaction commits, cut off when it aborts, applied at the commit.  A prepared
+ * transaction's per-resource events are dropped at PREPARE: it has no place to keep them.
  */
 #include "postgres.h"
 
 #include "access/transam.h"
 #include "access/xact.h"
 #include "count.h"
+#include "miscadmin.h"
+#include "resstats.h"
 #include "stats.h"
 #include "tcop/utility.h"
 #include "utils/memutils.h"
@@ -32,6 +40,19 @@ static uint64 (*pending)[FL_NUM_COUNTERS] = NULL;
 static int pending_levels = 0; /* allocated */
 static int pending_top = 0;    /* highest level with counts, 0 when none */
 static bool callbacks_registered = false;
+
+/* Per-resource events not yet committed: the name (in TopTransactionContext), the level */
+typedef struct FlPendingEvent
+{
+	char *name;
+	int len;
+	int level;
+	FlResEvent event;
+} FlPendingEvent;
+
+static FlPendingEvent *events = NULL;
+static int events_allocated = 0;
+static int nevents = 0;
 
 static int my_prepared_slot = -1; /* filled at PRE_PREPARE; freed if the PREPARE then fails */
 static TransactionId my_prepared_xid = InvalidTransactionId;
@@ -67,6 +88,9 @@ fl_count_xact_callback(XactEvent event, void *arg)
 				if (pending[0][c] > 0)
 					fl_count((FlCounter) c, pending[0][c]);
 			fl_pending_clear(1);
+			for (int i = 0; i < nevents; i++)
+				fl_resstats_apply(MyDatabaseId, events[i].name, events[i].len, &events[i].event);
+			nevents = 0;
 			break;
 		case XACT_EVENT_PRE_PREPARE:
 			/*
@@ -83,11 +107,13 @@ fl_count_xact_callback(XactEvent event, void *arg)
 			/* Prepared: the slot is the prepared transaction's now. */
 			my_prepared_slot = -1;
 			fl_pending_clear(1);
+			nevents = 0;
 			break;
 		case XACT_EVENT_ABORT:
 		case XACT_EVENT_PARALLEL_ABORT:
 			fl_prepared_free_mine();
 			fl_pending_clear(1);
+			nevents = 0;
 			break;
 		default:
 			break;
@@ -100,6 +126,13 @@ fl_count_subxact_callback(SubXactEvent event, SubTransactionId mySubid,
 {
 	int level = GetCurrentTransactionNestLevel();
 
+	/* The events of this subtransaction are the list's tail. */
+	if (event == SUBXACT_EVENT_COMMIT_SUB)
+		for (int i = nevents - 1; i >= 0 && events[i].level >= level; i--)
+			events[i].level = level - 1;
+	else if (event == SUBXACT_EVENT_ABORT_SUB)
+		while (nevents > 0 && events[nevents - 1].level >= level)
+			nevents--;
 	if (level > pending_top)
 		return;
 	if (event == SUBXACT_EVENT_COMMIT_SUB)
@@ -113,6 +146,17 @@ fl_count_subxact_callback(SubXactEvent event, SubTransactionId mySubid,
 		fl_pending_clear(level);
 }
 
+static void
+fl_count_register(void)
+{
+	if (!callbacks_registered)
+	{
+		RegisterXactCallback(fl_count_xact_callback, NULL);
+		RegisterSubXactCallback(fl_count_subxact_callback, NULL);
+		callbacks_registered = true;
+	}
+}
+
 /* Count n at the commit of the current (sub)transaction and of all its parents. */
 void
 fl_count_at_commit(FlCounter counter, uint64 n)
@@ -121,12 +165,7 @@ fl_count_at_commit(FlCounter counter, uint64 n)
 
 	if (!fl_stats_kept() || level < 1)
 		return;
-	if (!callbacks_registered)
-	{
-		RegisterXactCallback(fl_count_xact_callback, NULL);
-		RegisterSubXactCallback(fl_count_subxact_callback, NULL);
-		callbacks_registered = true;
-	}
+	fl_count_register();
 	if (level > pending_levels)
 	{
 		int want = Max(level, Max(8, pending_levels * 2));
@@ -142,6 +181,42 @@ fl_count_at_commit(FlCounter counter, uint64 n)
 	}
 	pending[level - 1][counter] += n;
 	pending_top = Max(pending_top, level);
+}
+
+/* A grant, renewal or release of RESOURCE, applied to its row when the transaction commits. */
+void
+fl_count_resource_at_commit(text *resource, FlResEventKind kind, int64 fence, TimestampTz at,
+							TimestampTz expires, bool takeover)
+{
+	int level = GetCurrentTransactionNestLevel();
+	FlPendingEvent *p;
+
+	if (!fl_resstats_kept() || level < 1)
+		return;
+	fl_count_register();
+	if (nevents == events_allocated)
+	{
+		int want = Max(16, events_allocated * 2);
+
+		events = events == NULL
+					 ? MemoryContextAlloc(TopMemoryContext, sizeof(FlPendingEvent) * want)
+					 : repalloc(events, sizeof(FlPendingEvent) * want);
+		events_allocated = want;
+	}
+	p = &events[nevents];
+	p->event.kind = kind;
+	p->event.fence = fence;
+	p->event.at = at;
+	p->event.expires = expires;
+	p->event.takeover = takeover;
+	fl_resstats_touch(resource, &p->event);
+	if (p->event.entry == NULL)
+		return; /* no row to count in */
+	p->len = VARSIZE_ANY_EXHDR(resource);
+	p->name = MemoryContextAlloc(TopTransactionContext, p->len);
+	memcpy(p->name, VARDATA_ANY(resource), p->len);
+	p->level = level;
+	nevents++;
 }
 
 /* After a COMMIT PREPARED or ROLLBACK PREPARED that succeeded: settle at once. */

@@ -16,6 +16,7 @@
 #include "miscadmin.h"
 #include "settings.h"
 #include "shmem.h"
+#include "utils/elog.h"
 #include "utils/guc.h"
 
 FL_MODULE_MAGIC;
@@ -30,7 +31,40 @@ bool fencelock_notify = false;
 int fencelock_log_level = -1;
 int fencelock_claim_recheck_ms = 1000;
 int fencelock_max_tables = 1000;
+int fencelock_max_resources = 5000;
+int fencelock_max_waiters = 0;
 bool fencelock_direct_path = true;
+
+/*
+ * fencelock.max_waiters: a cap an ordinary role may only tighten.  The server's value (set in
+ * postgresql.conf, by ALTER SYSTEM or on the command line) is the loosest a session of an ordinary
+ * role may set; a superuser may set any.  0 is no cap, the loosest of all.
+ */
+static int max_waiters_server = 0;
+
+static bool
+cap_within(int value, int bound)
+{
+	return bound == 0 || (value != 0 && value <= bound);
+}
+
+static bool
+check_max_waiters(int *newval, void **extra, GucSource source)
+{
+	if (source <= PGC_S_ARGV)
+	{
+		max_waiters_server = *newval;
+		return true;
+	}
+	if (cap_within(*newval, max_waiters_server) || superuser())
+		return true;
+	GUC_check_errcode(ERRCODE_INSUFFICIENT_PRIVILEGE);
+	GUC_check_errmsg("permission denied to raise fencelock.max_waiters above the server's %d",
+					 max_waiters_server);
+	GUC_check_errdetail("Only superusers may loosen the cap the server sets (0 is no cap).");
+	GUC_check_errhint("Set a value between 1 and %d.", max_waiters_server);
+	return false;
+}
 
 static const struct config_enum_entry log_level_options[] = {
 	{"off", -1, false},        {"debug", DEBUG1, false},    {"log", LOG, false},
@@ -83,6 +117,11 @@ _PG_init(void)
 		"statement where that is equivalent.",
 		"Off, every change runs its statement: slower, with the same results.",
 		&fencelock_direct_path, true, PGC_SUSET, GUC_NOT_IN_SAMPLE, NULL, NULL, NULL);
+	DefineCustomIntVariable(
+		"fencelock.max_waiters", "Most waiting acquires queued for one resource (0: no cap).",
+		"A waiting acquire that would exceed it returns NULL at once.  Ordinary "
+		"roles may only lower the server's value.",
+		&fencelock_max_waiters, 0, 0, INT_MAX, PGC_USERSET, 0, check_max_waiters, NULL, NULL);
 	DefineCustomEnumVariable(
 		"fencelock.log_level",
 		"Server log level for takeovers and rejected stale or unfenced writes.", NULL,
@@ -93,11 +132,18 @@ _PG_init(void)
 	 * prefix is reserved, which would otherwise discard its value from postgresql.conf.
 	 */
 	if (process_shared_preload_libraries_in_progress)
+	{
 		DefineCustomIntVariable(
 			"fencelock.max_tables",
 			"How many tables get their own rejection counters in fencelock.table_stats.",
 			"Further tables are counted together in one row with a NULL table.",
 			&fencelock_max_tables, 1000, 16, 1000000, PGC_POSTMASTER, 0, NULL, NULL, NULL);
+		DefineCustomIntVariable(
+			"fencelock.max_resources",
+			"How many resources get their own row in fencelock.resource_stats (0: none).",
+			"When full, the role with the most rows gives up its least recently used ones.",
+			&fencelock_max_resources, 5000, 0, 1000000, PGC_POSTMASTER, 0, NULL, NULL, NULL);
+	}
 
 	MarkGUCPrefixReserved("fencelock");
 

@@ -16,9 +16,11 @@
 #include "miscadmin.h"
 #include "notify.h"
 #include "privilege.h"
+#include "resstats.h"
 #include "session.h"
 #include "settings.h"
 #include "stats.h"
+#include "timeline.h"
 #include "utils/acl.h"
 #include "utils/builtins.h"
 #include "utils/inval.h"
@@ -89,6 +91,7 @@ fl_try_acquire(text *resource, text *owner, int64 ttl, FlApi api, bool want_expi
 	if (!g->granted)
 	{
 		fl_count(FL_BUSY, 1);
+		fl_resstats_count(resource, FL_RES_BUSY);
 		return;
 	}
 	if (fl_grant_session != 0)
@@ -108,6 +111,8 @@ void
 fl_count_grant(text *resource, const FlGrant *g)
 {
 	fl_count_at_commit(g->is_new ? FL_GRANTS : FL_REACQUIRES, 1);
+	fl_count_resource_at_commit(resource, FL_RES_GRANT, g->fence, g->granted_at, g->expires_at,
+								g->is_new && g->how == FL_GRANTED_TAKEOVER);
 	if (g->is_new && g->how == FL_GRANTED_TAKEOVER)
 	{
 		fl_count_at_commit(FL_TAKEOVERS, 1);
@@ -170,13 +175,19 @@ fl_renew_sql(FunctionCallInfo fcinfo, FlApi api, bool named)
 	text *owner = fl_arg_owner(fcinfo, 1);
 	int64 ttl = fl_arg_ttl(fcinfo, 2);
 	int64 grant = named ? fl_arg_fence(fcinfo, 3, FL_GRANT_HINT) : 0;
+	int64 fence;
 	bool done;
 
 	fl_check_resource(resource);
-	done = fl_owner_update(resource, owner, named ? &grant : NULL, ttl, false, api) >= 0;
+	fence = fl_owner_update(resource, owner, named ? &grant : NULL, ttl, false, api);
+	done = fence >= 0;
 
 	if (done)
+	{
 		fl_count_at_commit(FL_RENEWALS, 1);
+		fl_count_resource_at_commit(resource, FL_RES_RENEW, fence, 0, GetCurrentTimestamp() + ttl,
+									false);
+	}
 	else
 		fl_count(FL_RENEWALS_REFUSED, 1);
 	PG_RETURN_BOOL(done);
@@ -191,9 +202,11 @@ fl_release(text *resource, text *owner, const int64 *grant, FlApi api)
 	if (!done)
 	{
 		fl_count(FL_RELEASES_REFUSED, 1);
+		fl_resstats_count(resource, FL_RES_RELEASE_REFUSED);
 		return false;
 	}
 	fl_count_at_commit(FL_RELEASES, 1);
+	fl_count_resource_at_commit(resource, FL_RES_RELEASE, fence, GetCurrentTimestamp(), 0, false);
 	if (fencelock_notify)
 		fl_notify("released", resource, fence, NameStr(*fl_holder_name()));
 	/* The next waiter may try now; its grant waits for this transaction's row lock. */
@@ -304,6 +317,7 @@ fencelock_assert_fence(PG_FUNCTION_ARGS)
 		PG_RETURN_VOID();
 	}
 	fl_count(FL_STALE_REJECTED, 1);
+	fl_resstats_stale(resource, found && fence < current ? fl_lease_locked_age() : -1);
 	if (fencelock_log_level >= 0)
 		ereport(fencelock_log_level,
 				(errmsg("fence " INT64_FORMAT " for resource \"%s\" refused by assert_fence", fence,

@@ -23,6 +23,7 @@
 #include "leasetable.h"
 #include "miscadmin.h"
 #include "privilege.h"
+#include "resstats.h"
 #include "settings.h"
 #include "stats.h"
 #include "utils/builtins.h"
@@ -133,8 +134,10 @@ refuse_stale(Relation rel, AttrNumber attnum, const char *lease, int64 fence, bo
 {
 	const char *table = RelationGetRelationName(rel);
 	const char *column = get_attname(RelationGetRelid(rel), attnum, false);
+	int64 late_us = found && fence < latest ? fl_lease_locked_age() : -1;
 
 	fl_count_table(RelationGetRelid(rel), true);
+	fl_resstats_stale(cstring_to_text(lease), late_us); /* resstats.c: how late it came */
 	if (fencelock_log_level >= 0)
 		ereport(fencelock_log_level,
 				(errmsg("fence " INT64_FORMAT " under lease \"%s\" refused by table \"%s\"", fence,
@@ -147,15 +150,21 @@ refuse_stale(Relation rel, AttrNumber attnum, const char *lease, int64 fence, bo
 			 errdetail("Table \"%s\", column \"%s\": writes must carry the lease's latest fence.",
 					   table, column),
 			 errhint("Acquire the lease before writing under it."), errtablecol(rel, attnum)));
+	/* How late the write came is told from a second on: a test's outputs stay the same. */
 	if (fence < latest)
 		ereport(ERROR,
 				(errcode(ERRCODE_FENCELOCK_STALE_FENCE),
 				 errmsg("fence " INT64_FORMAT " is older than the latest fence " INT64_FORMAT
 						" of lease \"%s\"",
 						fence, latest, lease),
-				 errdetail("Table \"%s\", column \"%s\": the lease was granted again after this "
-						   "writer's grant.",
-						   table, column),
+				 late_us >= USECS_PER_SEC
+					 ? errdetail("Table \"%s\", column \"%s\": the lease was granted again after "
+								 "this writer's grant, superseded by fence " INT64_FORMAT
+								 " %.1f s ago.",
+								 table, column, latest, late_us / (double) USECS_PER_SEC)
+					 : errdetail("Table \"%s\", column \"%s\": the lease was granted again after "
+								 "this writer's grant.",
+								 table, column),
 				 errhint("This writer has lost its lease: roll back and stop; do not retry with "
 						 "the same fence."),
 				 errtablecol(rel, attnum)));

@@ -564,7 +564,7 @@ key_equal(Datum d, text *key)
  */
 static void
 read_locked_row(TupleTableSlot *slot, bool *found, int64 *fence, NameData *holder,
-				bool *holder_null)
+				bool *holder_null, TimestampTz *acquired_at)
 {
 	bool isnull;
 	Datum d = slot_getattr(slot, layout.att[COL_FENCE], &isnull);
@@ -576,6 +576,14 @@ read_locked_row(TupleTableSlot *slot, bool *found, int64 *fence, NameData *holde
 	d = slot_getattr(slot, layout.att[COL_HOLDER], holder_null);
 	if (!*holder_null)
 		namestrcpy(holder, NameStr(*DatumGetName(d)));
+	/* A superuser may have dropped the column or changed its type: then it is unknown. */
+	if (layout.att[COL_ACQUIRED_AT] == InvalidAttrNumber ||
+		TupleDescAttr(slot->tts_tupleDescriptor, layout.att[COL_ACQUIRED_AT] - 1)->atttypid !=
+			TIMESTAMPTZOID)
+		return;
+	d = slot_getattr(slot, layout.att[COL_ACQUIRED_AT], &isnull);
+	if (!isnull)
+		*acquired_at = DatumGetTimestampTz(d);
 }
 
 /*
@@ -588,7 +596,7 @@ read_locked_row(TupleTableSlot *slot, bool *found, int64 *fence, NameData *holde
  */
 bool
 fl_lease_row_lock_share(text *resource, bool *found, int64 *fence, NameData *holder,
-						bool *holder_null)
+						bool *holder_null, TimestampTz *acquired_at)
 {
 	Relation rel;
 	Relation idx;
@@ -634,7 +642,7 @@ fl_lease_row_lock_share(text *resource, bool *found, int64 *fence, NameData *hol
 				 * checks its condition again on the version it locked.
 				 */
 				if (!tmfd.traversed || (!isnull && key_equal(d, resource)))
-					read_locked_row(slot, found, fence, holder, holder_null);
+					read_locked_row(slot, found, fence, holder, holder_null, acquired_at);
 				break;
 			}
 			case TM_Deleted:

@@ -69,11 +69,12 @@ extern FlRowResult fl_lease_row_change(text *resource, bool need_v2, bool nowait
 extern bool fl_lease_row_owner_is(const FlLeaseRow *row, text *owner);
 
 /*
- * Share-lock RESOURCE's row and read its latest fence and holder directly, as SELECT ... FOR
- * SHARE does in READ COMMITTED; false when that is not equivalent here (then ask a statement).
+ * Share-lock RESOURCE's row and read its latest fence, holder and the grant's start (left alone
+ * when NULL) directly, as SELECT ... FOR SHARE does in READ COMMITTED; false when that is not
+ * equivalent here (then ask a statement).
  */
 extern bool fl_lease_row_lock_share(text *resource, bool *found, int64 *fence, NameData *holder,
-									bool *holder_null);
+									bool *holder_null, TimestampTz *acquired_at);
 
 /* Whether this database's lease table has session_id (0.3.0 on): the grant's statements differ. */
 extern bool fl_lease_table_has_sessions(void);

@@ -21,7 +21,6 @@
 #include "postgres.h"
 
 #include "access/xact.h"
-#include "access/xlog.h"
 #include "asowner.h"
 #include "catalog/pg_type.h"
 #include "common/int.h"
@@ -33,11 +32,11 @@
 #include "miscadmin.h"
 #include "sessionslot.h"
 #include "settings.h"
+#include "timeline.h"
 #include "utils/acl.h"
 #include "utils/array.h"
 #include "utils/builtins.h"
 #include "utils/datum.h"
-#include "utils/guc.h"
 #include "utils/timestamp.h"
 
 /* ---------------------------------------------------------------------------------------------
@@ -364,15 +363,18 @@ static FlStmt fence_select = {
 	{TEXTOID}};
 
 /*
- * $1 resource: its latest fence and the role of its latest grant, the row locked against grants
- * (assert_fence, a lease-bound write).  The casts keep the result's types whatever a superuser
- * made of the columns; the direct path reads them only where they have these types.
+ * $1 resource: its latest fence, the role of its latest grant and when that grant was made, the
+ * row locked against grants (assert_fence, a lease-bound write).  The casts keep the result's
+ * types whatever a superuser made of the columns; the direct path reads them only where they
+ * have these types.
  */
-static FlStmt fence_lock = {"SELECT CAST(l.fence AS pg_catalog.int8), "
-							"CAST(l.holder AS pg_catalog.name) FROM fencelock.lease AS l "
-							"WHERE l.resource OPERATOR(pg_catalog.=) $1 FOR SHARE",
-							1,
-							{TEXTOID}};
+static FlStmt fence_lock = {
+	"SELECT CAST(l.fence AS pg_catalog.int8), "
+	"CAST(l.holder AS pg_catalog.name), "
+	"CAST(l.acquired_at AS pg_catalog.timestamptz) FROM fencelock.lease AS l "
+	"WHERE l.resource OPERATOR(pg_catalog.=) $1 FOR SHARE",
+	1,
+	{TEXTOID}};
 
 /* The holder alone, without a lock (assert_fence checks it before it locks). */
 static FlStmt holder_select = {"SELECT CAST(l.holder AS pg_catalog.name) FROM fencelock.lease AS l "
@@ -459,43 +461,9 @@ static FlStmt raise_floor = {
 	{INT8OID}};
 
 /* ---------------------------------------------------------------------------------------------
- * Fences and durability
+ * The purge floor
  * ---------------------------------------------------------------------------------------------
  */
-
-/* The lowest fence a grant on this server's timeline may carry, less one. */
-int64
-fl_timeline_base(void)
-{
-	TimeLineID tli;
-
-	if (RecoveryInProgress())
-		ereport(ERROR, (errcode(ERRCODE_READ_ONLY_SQL_TRANSACTION),
-						errmsg("cannot acquire a lease during recovery"),
-						errhint("Leases are granted by the primary server.")));
-	tli = GetWALInsertionTimeLine();
-	if (tli - 1 > FENCELOCK_MAX_TIMELINE)
-		ereport(ERROR, (errcode(ERRCODE_PROGRAM_LIMIT_EXCEEDED),
-						errmsg("timeline %u is beyond the %u that fences can encode", tli,
-							   FENCELOCK_MAX_TIMELINE + 1)));
-	return (int64) (tli - 1) << FENCELOCK_TIMELINE_SHIFT;
-}
-
-/*
- * A fence is valid once its grant has committed; the grant must survive a crash and a failover
- * to a synchronous standby even where the session runs with synchronous_commit = off or local,
- * or two owners could receive the same fence.  Raise the setting to at least 'on' for this
- * transaction (as SET LOCAL would), and force the local flush too, in case a function's own SET
- * clause restores a lower value before the commit.
- */
-void
-fl_commit_durably(void)
-{
-	if (synchronous_commit < SYNCHRONOUS_COMMIT_REMOTE_FLUSH)
-		(void) set_config_option("synchronous_commit", "on", PGC_USERSET, PGC_S_SESSION,
-								 GUC_ACTION_LOCAL, true, 0, false);
-	ForceSyncCommit();
-}
 
 /*
  * A row this transaction has just inserted must still carry a fence above the purge floor.  The
@@ -753,19 +721,6 @@ fl_lease_holds(text *resource, text *owner)
  * ---------------------------------------------------------------------------------------------
  */
 
-/*
- * Only a member of the role that took the latest grant (HOLDER, NULL when unknown), or a
- * superuser, may pin a lease row: anyone else could hold the row lock and block the holder's
- * renew and release, and a takeover.  assert_fence and lease-bound writes ask.
- */
-bool
-fl_lease_holder_member(Oid role, const char *holder)
-{
-	Oid holder_role = holder != NULL ? get_role_oid(holder, true) : InvalidOid;
-
-	return superuser_arg(role) || (OidIsValid(holder_role) && has_privs_of_role(role, holder_role));
-}
-
 /* The role of RESOURCE's latest grant, or NULL; *found, whether the resource has a row. */
 char *
 fl_lease_holder(text *resource, bool *found)
@@ -812,6 +767,8 @@ fl_lease_fence(text *resource, int64 *fence)
 	return found;
 }
 
+static TimestampTz locked_acquired_at = 0; /* of the row fl_lease_lock read last; 0: none */
+
 /*
  * Share-lock RESOURCE's row against grants until the transaction ends, and read its latest fence
  * and holder: directly in READ COMMITTED where leaserow.c can (a transaction snapshot must see a
@@ -826,8 +783,9 @@ fl_lease_lock(text *resource, bool *found, int64 *fence, NameData *holder, bool 
 	bool isnull = true;
 
 	*holder_null = true;
+	locked_acquired_at = 0;
 	if (fencelock_direct_path && !IsolationUsesXactSnapshot() &&
-		fl_lease_row_lock_share(resource, found, fence, holder, holder_null))
+		fl_lease_row_lock_share(resource, found, fence, holder, holder_null, &locked_acquired_at))
 		return;
 
 	values[0] = PointerGetDatum(resource);
@@ -842,8 +800,24 @@ fl_lease_lock(text *resource, bool *found, int64 *fence, NameData *holder, bool 
 		d = SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 2, holder_null);
 		if (!*holder_null)
 			namestrcpy(holder, NameStr(*DatumGetName(d)));
+		d = SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 3, &isnull);
+		if (!isnull)
+			locked_acquired_at = DatumGetTimestampTz(d);
 	}
 	fl_end(&s);
+}
+
+/*
+ * How long ago the latest grant of the row the latest fl_lease_lock read was made, in
+ * microseconds: how late a fence it refuses comes after the grant that superseded it (-1 when
+ * unknown).
+ */
+int64
+fl_lease_locked_age(void)
+{
+	if (locked_acquired_at == 0)
+		return -1;
+	return Max(GetCurrentTimestamp() - locked_acquired_at, 0);
 }
 
 /* ---------------------------------------------------------------------------------------------

@@ -10,10 +10,6 @@
 #include "fencelock.h"
 #include "lease.h"
 
-/* Fences, and their durability */
-extern int64 fl_timeline_base(void);
-extern void fl_commit_durably(void);
-
 /* Grants, renewals, releases: the direct path where it is equivalent, else the statements */
 extern void fl_lease_grant(text *resource, text *owner, TimestampTz now, TimestampTz expires,
 						   FlApi api, Name holder, int64 session, bool want_expiry, bool nowait,
@@ -27,7 +23,7 @@ extern bool fl_lease_fence(text *resource, int64 *fence);
 extern char *fl_lease_holder(text *resource, bool *found);
 extern void fl_lease_lock(text *resource, bool *found, int64 *fence, NameData *holder,
 						  bool *holder_null);
-extern bool fl_lease_holder_member(Oid role, const char *holder);
+extern int64 fl_lease_locked_age(void);
 
 /* Purge, revoke, a session's end, raise_fences */
 extern int64 fl_lease_purge(FlApi api, TimestampTz cutoff, TimestampTz now);

@@ -327,3 +327,16 @@ fencelock_revoke_resources(PG_FUNCTION_ARGS)
 
 	PG_RETURN_BOOL(change_grants(&grant_delete, prefix, role));
 }
+
+/*
+ * Only a member of the role that took the latest grant (HOLDER, NULL when unknown), or a
+ * superuser, may pin a lease row: anyone else could hold the row lock and block the holder's
+ * renew and release, and a takeover.  assert_fence and lease-bound writes ask.
+ */
+bool
+fl_lease_holder_member(Oid role, const char *holder)
+{
+	Oid holder_role = holder != NULL ? get_role_oid(holder, true) : InvalidOid;
+
+	return superuser_arg(role) || (OidIsValid(holder_role) && has_privs_of_role(role, holder_role));
+}

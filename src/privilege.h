@@ -11,4 +11,7 @@
 extern void fl_check_resource(text *resource);
 extern void fl_check_resource_cstring(const char *resource);
 
+/* Whether ROLE may pin a lease whose latest grant was taken by role HOLDER (NULL: unknown) */
+extern bool fl_lease_holder_member(Oid role, const char *holder);
+
 #endif /* FENCELOCK_PRIVILEGE_H */

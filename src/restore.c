@@ -19,6 +19,7 @@
 #include "args.h"
 #include "catalog/pg_type.h"
 #include "leasetable.h"
+#include "timeline.h"
 #include "utils/builtins.h"
 #include "utils/timestamp.h"
 #include "waitqueue.h"

@@ -16,6 +16,7 @@
 #include "notify.h"
 #include "settings.h"
 #include "stats.h"
+#include "timeline.h"
 #include "utils/builtins.h"
 #include "utils/timestamp.h"
 #include "waitqueue.h"

@@ -21,7 +21,11 @@ extern int fencelock_log_level; /* an elevel, or -1 for off */
 /* Task tables */
 extern int fencelock_claim_recheck_ms;
 
+/* Waiting acquires: the most waiters queued per resource (0: no cap) */
+extern int fencelock_max_waiters;
+
 /* Shared memory (only when preloaded) */
 extern int fencelock_max_tables;
+extern int fencelock_max_resources; /* 0: no per-resource statistics */
 
 #endif /* FENCELOCK_SETTINGS_H */

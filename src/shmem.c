@@ -10,6 +10,8 @@
  *                "fencelock tables"); the prepared transactions' counts ("fencelock prepared
  *                counts")
  *   waitqueue.c  the queue of waiting acquires ("fencelock wait queue")
+ *   resstats.c   contention per resource ("fencelock resources", and the hash "fencelock
+ *                resource stats"; none with fencelock.max_resources = 0)
  *   session.c    the ids of sessions that bind leases ("fencelock sessions")
  *   taskwait.c   the waiting claims ("fencelock task waits")
  *
@@ -25,6 +27,12 @@
  *    it), stats_reset and tables_reclaimed.  The counters are atomics, added to without a lock;
  *    stats_reset zeroes them under the exclusive lock (a count added meanwhile may or may not
  *    survive it).  The catalog is read with the lock released.
+ *  - FL_LOCK_RESOURCES guards the per-resource hash's shape (rows entered and removed under the
+ *    exclusive lock, which also bumps its generation: a row found under the shared lock, or
+ *    found earlier in a generation that has not changed since, stays in place while it is held),
+ *    its evicted count and reset time.  A row's counts are changed and read under the row's own
+ *    spinlock, taken under the shared lock; nothing under the spinlock can fail.  The counts a
+ *    transaction's commit applies (count.c) take the shared lock only.
  *  - FL_LOCK_PREPARED guards the prepared transactions' slots: exclusive to fill, free or settle.
  *  - FL_LOCK_QUEUE guards every queue slot's resource and ticket, and next_ticket.  A backend
  *    writes only its own slot, under the lock held exclusively, and reads its own slot without
@@ -45,6 +53,7 @@
 #include "postgres.h"
 
 #include "miscadmin.h"
+#include "resstats.h"
 #include "sessionslot.h"
 #include "shmem.h"
 #include "stats.h"
@@ -64,6 +73,7 @@ typedef enum FlLock
 	FL_LOCK_QUEUE,
 	FL_LOCK_PREPARED,
 	FL_LOCK_TASK_WAITS,
+	FL_LOCK_RESOURCES,
 	FL_NUM_LOCKS
 } FlLock;
 
@@ -93,6 +103,7 @@ fl_shmem_request(void)
 	RequestAddinShmemSpace(fl_queue_shmem_size(nslots));
 	RequestAddinShmemSpace(fl_session_shmem_size(nslots));
 	RequestAddinShmemSpace(fl_task_wait_shmem_size(nslots));
+	RequestAddinShmemSpace(fl_resstats_shmem_size());
 	RequestNamedLWLockTranche(FL_TRANCHE, FL_NUM_LOCKS);
 }
 
@@ -125,6 +136,7 @@ fl_shmem_startup(void)
 	fl_queue_shmem_attach(nslots, fl_lock(locks, FL_LOCK_QUEUE));
 	fl_session_shmem_attach(nslots);
 	fl_task_wait_shmem_attach(nslots, fl_lock(locks, FL_LOCK_TASK_WAITS));
+	fl_resstats_shmem_attach(fl_lock(locks, FL_LOCK_RESOURCES));
 	LWLockRelease(AddinShmemInitLock);
 	fl_attached = true;
 }

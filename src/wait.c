@@ -25,7 +25,9 @@
 #include "leasetable.h"
 #include "miscadmin.h"
 #include "privilege.h"
+#include "resstats.h"
 #include "session.h"
+#include "settings.h"
 #include "shmem.h"
 #include "stats.h"
 #include "storage/latch.h"
@@ -230,7 +232,8 @@ fl_acquire_set(text **res, int n, text *owner, int64 ttl, TimestampTz deadline, 
 	bool once = deadline <= start;
 	volatile bool granted = false;
 	bool waited = false;
-	bool retried = false; /* one round straight after joining a queue, then sleep */
+	text *waited_for = NULL; /* the resource of the first queue joined (resstats.c) */
+	bool retried = false;    /* one round straight after joining a queue, then sleep */
 	long backoff_ms = 10;
 
 	PG_TRY();
@@ -269,12 +272,16 @@ fl_acquire_set(text **res, int n, text *owner, int64 ttl, TimestampTz deadline, 
 						fl_refuse_snapshot_wait();
 					if (GetCurrentTimestamp() >= deadline)
 						break;
+					/* fencelock.max_waiters queued already: NULL at once, counted per resource */
+					if (!fl_resstats_queued(res[busy],
+											fl_queue_enter(res[busy], fencelock_max_waiters)))
+						break;
 					if (!waited)
 					{
 						fl_count(FL_WAITS, 1);
 						waited = true;
+						waited_for = res[busy];
 					}
-					fl_queue_enter(res[busy]);
 					/*
 					 * A release between the round and joining the queue woke nobody: look again
 					 * (once; without shared memory nothing wakes a poller, so it just sleeps).
@@ -304,6 +311,7 @@ fl_acquire_set(text **res, int n, text *owner, int64 ttl, TimestampTz deadline, 
 		fl_count(FL_WAIT_US, (uint64) (GetCurrentTimestamp() - start));
 		if (!granted)
 			fl_count(FL_WAIT_TIMEOUTS, 1);
+		fl_resstats_wait(waited_for, GetCurrentTimestamp() - start, granted);
 	}
 	return granted;
 }

@@ -157,14 +157,19 @@ fl_queue_exit_cb(int code, Datum arg)
 		fl_queue_leave(true);
 }
 
-/* Queue for a resource (at most FENCELOCK_MAX_RESOURCE_LEN bytes, as every argument is). */
-void
-fl_queue_enter(text *resource)
+/*
+ * Queue for a resource (at most FENCELOCK_MAX_RESOURCE_LEN bytes, as every argument is), unless
+ * MAX_WAITERS (above 0) are queued for it already.  Returns how many are queued with this one, or
+ * 0 when it was turned away; 1 without shared memory (no queue, no cap).
+ */
+int
+fl_queue_enter(text *resource, int max_waiters)
 {
 	FlQueueKey key;
+	int n = 1;
 
 	if (fl_queue == NULL)
-		return;
+		return 1;
 	if (!fl_key(resource, &key))
 		elog(ERROR, "resource of %u bytes cannot be queued", key.len);
 	if (!exit_cb_registered)
@@ -174,6 +179,15 @@ fl_queue_enter(text *resource)
 	}
 	my_slot = &fl_queue->slots[FL_MY_PROCNO];
 	LWLockAcquire(fl_queue->lock, LW_EXCLUSIVE);
+	/* Counted and joined under the one lock: a cap of N never lets N + 1 in. */
+	for (int i = 0; pg_atomic_read_u32(&fl_queue->nwaiting) > 0 && i < fl_queue->nslots; i++)
+		if (fl_slot_is(&fl_queue->slots[i], &key))
+			n++;
+	if (max_waiters > 0 && n > max_waiters)
+	{
+		LWLockRelease(fl_queue->lock);
+		return 0;
+	}
 	my_slot->dbid = key.dbid;
 	my_slot->len = key.len;
 	my_slot->hash = key.hash;
@@ -181,6 +195,7 @@ fl_queue_enter(text *resource)
 	my_slot->ticket = fl_queue->next_ticket++;
 	pg_atomic_fetch_add_u32(&fl_queue->nwaiting, 1);
 	LWLockRelease(fl_queue->lock);
+	return n;
 }
 
 /* Whether this backend is queued (never without shared memory). */

@@ -15,7 +15,7 @@ extern Size fl_queue_shmem_size(int nslots);
 extern void fl_queue_shmem_attach(int nslots, LWLock *lock);
 
 /* A waiter: its place in the queue */
-extern void fl_queue_enter(text *resource);
+extern int fl_queue_enter(text *resource, int max_waiters);
 extern bool fl_queue_queued(void);
 extern bool fl_queue_is_mine(text *resource);
 extern bool fl_queue_is_head(void);

@@ -65,6 +65,9 @@ SELECT * FROM diff_step($$fencelock.acquire(%1$L || 'c', 'gina', '10s')$$);
 -- assert_fence locks the row (directly, or FOR SHARE): the current fence passes, others fail.
 SELECT * FROM diff_step($$fencelock.assert_fence(%1$L || 'c', fencelock.current_fence(%1$L || 'c'))$$);
 SELECT * FROM diff_step($$fencelock.assert_fence(%1$L || 'c', 1)$$);
+-- The lock also reads when the latest grant was made: how late the refused fence came after it
+-- (resource_stats.max_stale_ms, issue 26), known either way.
+SELECT * FROM diff_step($$(SELECT max_stale_ms > 0 AND max_stale_ms < 60000 FROM fencelock.resource_stats WHERE resource = %1$L || 'c')$$);
 SELECT * FROM diff_step($$fencelock.assert_fence(%1$L || 'zz', 1)$$);
 -- In a read-only transaction the row cannot be locked, either way.
 BEGIN READ ONLY;
@@ -104,6 +107,8 @@ ALTER TABLE fencelock.lease ADD COLUMN note pg_catalog.text DEFAULT 'kept';
 ALTER TABLE fencelock.lease DROP COLUMN gone;
 SELECT * FROM diff_step($$fencelock.acquire(%1$L || 'a', 'alice', '10s')$$);
 SELECT * FROM diff_step($$fencelock.acquire(%1$L || 'a', 'bob', '10s')$$);
+SELECT * FROM diff_step($$fencelock.assert_fence(%1$L || 'a', 1)$$);
+SELECT * FROM diff_step($$(SELECT max_stale_ms > 0 AND max_stale_ms < 60000 FROM fencelock.resource_stats WHERE resource = %1$L || 'a')$$);
 SELECT * FROM diff_step($$fencelock.acquire(%1$L || 'i', 'bob', '300ms')$$);
 SELECT * FROM diff_step($$fencelock.renew(%1$L || 'i', 'bob', '300ms')$$);
 SELECT pg_sleep(0.5);

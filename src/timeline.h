@@ -1,0 +1,15 @@
+/*
+ * timeline.h — fences across timelines, and their durable commit (timeline.c).
+ */
+#ifndef FENCELOCK_TIMELINE_H
+#define FENCELOCK_TIMELINE_H
+
+#include "postgres.h"
+
+/* The lowest fence a grant on this server's timeline may carry, less one (25006 on a standby) */
+extern int64 fl_timeline_base(void);
+
+/* Make the current transaction's commit durable (synchronous_commit at least on, flushed) */
+extern void fl_commit_durably(void);
+
+#endif /* FENCELOCK_TIMELINE_H */
