@@ -64,7 +64,8 @@ fl_sleep_ms(TimestampTz now, TimestampTz deadline, TimestampTz holder_expires, l
 
 	if (holder_expires > 0)
 	{
-		int64 until_free = holder_expires - now + 1000;
+		/* Rounded up to whole ms below: the attempt comes at the deadline, never before it. */
+		int64 until_free = holder_expires - now;
 
 		us = Min(us, Max(until_free, 1000));
 	}
