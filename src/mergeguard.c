@@ -165,7 +165,9 @@ fl_merge_guard_init(void)
 	 * session_preload_libraries: none is.
 	 */
 	untracked_possible = IsTransactionState();
-	RegisterXactCallback(at_xact_end, NULL);
+	/* Preloaded, nothing is left to forget at a transaction's end: no callback to call. */
+	if (untracked_possible)
+		RegisterXactCallback(at_xact_end, NULL);
 	installed = true;
 }
 
