@@ -16,6 +16,11 @@
 # errors reported and ignored, to try a change, e.g. "ALTER TABLE fencelock.lease SET
 # (fillfactor = 90); VACUUM FULL fencelock.lease;"), BENCH_KEEP=1 (keep the directory with the callgrind files, listed
 # in cg/index, for callgrind_annotate), BENCH_OUT (also write the report to this file).
+#
+# Row 6 (keys tax_tpcb, tax_select): pgbench's built-in TPC-B and select-only scripts in database
+# bench_tax (pgbench -i, scale 1, CREATE EXTENSION fencelock, never used), first with fencelock
+# preloaded, then with the server restarted under callgrind without it (tax_tpcb_none,
+# tax_select_none): what loading the library costs statements that never touch it.
 cd "$(dirname "$0")/.."
 . scripts/lib.sh
 . bench/lib.sh
@@ -59,15 +64,19 @@ if [ "$HAVE_PRIVS" = 1 ]; then
 			'bench_tenant')) FROM generate_series(1, 1000) AS i" \
 		-c "CREATE TABLE bench_floor (LIKE fencelock.lease INCLUDING ALL)" -c "VACUUM ANALYZE" >/dev/null
 fi
+q -c "CREATE DATABASE bench_tax"
+pgbench -q -i -s 1 bench_tax >/dev/null 2>&1 || die "pgbench -i bench_tax failed"
+q -d bench_tax -c "CREATE EXTENSION fencelock"
 if [ -n "${CG_SQL:-}" ]; then
 	for db in bench bench_1k bench_1m; do psql -X -q -d "$db" <<<"$CG_SQL" 2>&1 | sed "s/^/   $db: /" >&2; done
 fi
 
-echo "== restarting the cluster under callgrind" >&2
-fl_as_pg pg_ctl -D "$dir/data" -m fast -w stop >/dev/null
-mkdir "$dir/cg"
-chown postgres: "$dir/cg"
-vg_start() { # vg_start [-c SETTING...]: the server under callgrind, its log appended to valgrind.log
+# start_cg [postgres options...]: the cluster, restarted under callgrind.
+start_cg() {
+	fl_as_pg pg_ctl -D "$dir/data" -m fast -w stop >/dev/null
+	[ -n "$VG_PID" ] && wait "$VG_PID" 2>/dev/null
+	mkdir -p "$dir/cg"
+	chown postgres: "$dir/cg"
 	runuser -u postgres -- valgrind --tool=callgrind --callgrind-out-file="$dir/cg/%p.out" ${CG_VALGRIND_ARGS:-} \
 		"$PG_BIN/postgres" -D "$dir/data" -c log_disconnections=on -c "log_line_prefix=%p %a " "$@" \
 		>>"$dir/valgrind.log" 2>&1 &
@@ -75,7 +84,8 @@ vg_start() { # vg_start [-c SETTING...]: the server under callgrind, its log app
 	for _ in $(seq 300); do q -c "SELECT 1" >/dev/null 2>&1 && break; sleep 1; done
 	q -c "SELECT 1" >/dev/null || die "the server did not start under valgrind (see $dir/valgrind.log)"
 }
-vg_start
+echo "== restarting the cluster under callgrind" >&2
+start_cg
 
 # total DB SCRIPT N: the instruction total of the backend that ran N transactions of SCRIPT.
 # Backends log their pid and application name when they end; pgbench's are found there, and the
@@ -83,7 +93,9 @@ vg_start
 total() {
 	local db=$1 script=$2 n=$3 from pids pid best=0 bestpid sum left
 	from=$(wc -l <"$dir/valgrind.log")
-	pgbench -n -M prepared -t "$n" -c 1 --random-seed=42 -D nrows=$NROWS -f "bench/$script" \
+	local how=(-f "bench/$script")
+	[[ $script != builtin:* ]] || how=(-b "${script#builtin:}")
+	pgbench -n -M prepared -t "$n" -c 1 --random-seed=42 -D nrows=$NROWS "${how[@]}" \
 		"$db" >"$dir/pgbench.out" 2>&1 || { cat "$dir/pgbench.out" >&2; die "pgbench $script failed"; }
 	for _ in $(seq 120); do
 		left=$(q -c "SELECT count(*) FROM pg_stat_activity WHERE application_name = 'pgbench'")
@@ -123,6 +135,12 @@ reset() {
 			-c "VACUUM fencelock.lease" ;;
 	cycle_spread* | cycle_floor_spread*) q -d "$2" -c "VACUUM fencelock.lease, bench_floor" ;;
 	cycle_*) q -d bench -c "VACUUM fencelock.lease, pllease.lease, bench_floor" ;;
+	builtin:*)
+		# Every page in shared buffers, as after the loading: the second server starts cold.
+		q -d bench_tax -c "TRUNCATE pgbench_history" -c "VACUUM pgbench_accounts, pgbench_branches, pgbench_tellers" \
+			-c "SET enable_seqscan = off" -c "SET enable_bitmapscan = off" \
+			-c "SELECT count(*) FROM pgbench_accounts WHERE aid > 0" -c "RESET enable_seqscan" \
+			-c "SELECT sum(abalance) FROM pgbench_accounts" ;;
 	claim_*)
 		q -d bench -c "SELECT bench_refill('tasks_sql_1k', 1000), bench_refill('tasks_fl_1k', 1000),
 			bench_refill('tasks_fl_1m', 1000000), bench_refill('tasks_sql_10', 1000),
@@ -161,13 +179,9 @@ measure floor_1m bench_1m cycle_floor_spread.sql
 # Issue 26: row 2 again without per-resource statistics (fencelock.max_resources = 0, a
 # postmaster setting: the server restarts under callgrind), for their cost.
 if [ -z "${CG_ONLY:-}" ] || [[ " $CG_ONLY " == *" fencelock_nores "* ]]; then
-	fl_as_pg pg_ctl -D "$dir/data" -m fast -w stop >/dev/null
-	wait "$VG_PID" 2>/dev/null
-	vg_start -c fencelock.max_resources=0
+	start_cg -c fencelock.max_resources=0
 	measure fencelock_nores bench cycle_fencelock.sql
-	fl_as_pg pg_ctl -D "$dir/data" -m fast -w stop >/dev/null
-	wait "$VG_PID" 2>/dev/null
-	vg_start
+	start_cg
 fi
 if [ "$HAVE_CLAIM" = 1 ]; then
 	measure claim_sql_1k bench claim_sql_1k.sql
@@ -175,6 +189,14 @@ if [ "$HAVE_CLAIM" = 1 ]; then
 	measure claim_fl_1m bench claim_fl_1m.sql
 	measure claim_sql_10 bench claim_sql_10.sql
 	measure claim_fl_10 bench claim_fl_10.sql
+fi
+measure tax_tpcb bench_tax builtin:tpcb-like
+measure tax_select bench_tax builtin:select-only
+if [ -n "${INSTR[tax_tpcb]:-}${INSTR[tax_select]:-}" ]; then
+	echo "== restarting the cluster under callgrind without fencelock" >&2
+	start_cg -c shared_preload_libraries=
+	[ -z "${INSTR[tax_tpcb]:-}" ] || CG_ONLY="${CG_ONLY:+$CG_ONLY }tax_tpcb_none" measure tax_tpcb_none bench_tax builtin:tpcb-like
+	[ -z "${INSTR[tax_select]:-}" ] || CG_ONLY="${CG_ONLY:+$CG_ONLY }tax_select_none" measure tax_select_none bench_tax builtin:select-only
 fi
 
 # line ROW LABEL KEY [BASE GOAL CONDITION-ON-r]: r = base's instructions ÷ this one's, i.e. the
@@ -229,6 +251,10 @@ report() {
 		line 5 "hand-written claim + complete, 10 rows per claim" claim_sql_10
 		line 5 "fencelock.claim + complete, 10 rows per claim" claim_fl_10 claim_sql_10 "≥ 0.95" "r >= 0.95"
 	fi
+	line 6 "pgbench TPC-B (built-in tpcb-like), server without fencelock" tax_tpcb_none
+	line 6 "same, fencelock preloaded and created, unused" tax_tpcb tax_tpcb_none "≥ 0.995 (≤ 0.5 % more)" "r >= 0.995"
+	line 6 "pgbench select-only (built-in), server without fencelock" tax_select_none
+	line 6 "same, fencelock preloaded and created, unused" tax_select tax_select_none "≥ 0.995 (≤ 0.5 % more)" "r >= 0.995"
 	[ "${BENCH_KEEP:-0}" = 1 ] && echo && echo "Callgrind files: $dir/cg, listed in $dir/cg/index (callgrind_annotate --inclusive=yes FILE)."
 	return 0
 }

@@ -30,6 +30,7 @@ int fencelock_history_retention_s = 7 * 86400;
 bool fencelock_notify = false;
 int fencelock_log_level = -1;
 int fencelock_claim_recheck_ms = 1000;
+int fencelock_wait_recheck_ms = 1000;
 int fencelock_max_tables = 1000;
 int fencelock_max_resources = 5000;
 int fencelock_max_waiters = 0;
@@ -110,6 +111,13 @@ _PG_init(void)
 							"also looks again this often for rows no commit announced (lapsed "
 							"leases, run_after reached).",
 							&fencelock_claim_recheck_ms, 1000, 10, 3600 * 1000, PGC_USERSET,
+							GUC_UNIT_MS, NULL, NULL, NULL);
+	DefineCustomIntVariable("fencelock.wait_recheck",
+							"Longest sleep of a queued waiting acquire between two attempts.",
+							"A queued waiter is woken when the release, revoke or grant before it "
+							"commits, and at the holder's deadline; it also looks again this "
+							"often, for wake-ups that never come.",
+							&fencelock_wait_recheck_ms, 1000, 10, 3600 * 1000, PGC_USERSET,
 							GUC_UNIT_MS, NULL, NULL, NULL);
 	DefineCustomBoolVariable(
 		"fencelock.direct_path",

@@ -209,8 +209,8 @@ fl_release(text *resource, text *owner, const int64 *grant, FlApi api)
 	fl_count_resource_at_commit(resource, FL_RES_RELEASE, fence, GetCurrentTimestamp(), 0, false);
 	if (fencelock_notify)
 		fl_notify("released", resource, fence, NameStr(*fl_holder_name()));
-	/* The next waiter may try now; its grant waits for this transaction's row lock. */
-	fl_queue_wake(resource);
+	/* The next waiter may try once this transaction commits. */
+	fl_queue_wake_at_commit(resource);
 	return true;
 }
 
@@ -363,7 +363,7 @@ fl_purge_sql(FunctionCallInfo fcinfo, FlApi api)
 	cutoff = DatumGetTimestampTz(DirectFunctionCall2(
 		timestamptz_mi_interval, TimestampTzGetDatum(now), IntervalPGetDatum(idle)));
 	cutoff = Min(cutoff, now);
-	purged = fl_lease_purge(api, cutoff, now);
+	purged = fl_lease_purge(api, cutoff, now, fl_queue_wake_at_commit);
 	PG_RETURN_INT64(purged);
 }
 

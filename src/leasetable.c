@@ -883,10 +883,10 @@ purge_rows(FlApi api, Datum *values, Datum *gone)
 
 /*
  * Delete the leases idle since CUTOFF (a free lease's expires_at is its release), and close their
- * grants in the history; returns how many went.
+ * grants in the history; returns how many went.  WAKE is called with each one's resource.
  */
 int64
-fl_lease_purge(FlApi api, TimestampTz cutoff, TimestampTz now)
+fl_lease_purge(FlApi api, TimestampTz cutoff, TimestampTz now, void (*wake)(text *resource))
 {
 	Datum values[3];
 	Datum gone;
@@ -897,6 +897,17 @@ fl_lease_purge(FlApi api, TimestampTz cutoff, TimestampTz now)
 	values[1] = TimestampTzGetDatum(now);
 	fl_begin(&s);
 	purged = purge_rows(api, values, &gone);
+	if (gone != (Datum) 0)
+	{
+		ArrayIterator it = array_create_iterator(DatumGetArrayTypeP(gone), 0, NULL);
+		Datum resource;
+		bool isnull;
+
+		while (array_iterate(it, &resource, &isnull))
+			if (!isnull)
+				wake(DatumGetTextPP(resource));
+		array_free_iterator(it);
+	}
 	if (api != FL_API_0_1)
 		fl_history_purge(gone, now);
 	fl_end(&s);

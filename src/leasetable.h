@@ -26,7 +26,8 @@ extern void fl_lease_lock(text *resource, bool *found, int64 *fence, NameData *h
 extern int64 fl_lease_locked_age(void);
 
 /* Purge, revoke, a session's end, raise_fences */
-extern int64 fl_lease_purge(FlApi api, TimestampTz cutoff, TimestampTz now);
+extern int64 fl_lease_purge(FlApi api, TimestampTz cutoff, TimestampTz now,
+							void (*wake)(text *resource));
 extern bool fl_lease_revoke(text *resource, TimestampTz now, int64 *fence);
 extern uint64 fl_lease_end_session(Datum resources, int64 session, TimestampTz now);
 extern int64 fl_lease_raise(int64 above, void (*wake)(text *resource));

@@ -14,6 +14,12 @@
  * first, and unlinks it when it returns or an error passes through.  Nesting has no limit and
  * costs no allocation; the innermost frame is the statement whose row fires the trigger.
  *
+ * Only a MERGE (or a statement with a data-modifying WITH, which may hold one) needs a frame of
+ * its own, and so does every statement run inside one (so that it hides the MERGE from the
+ * triggers it fires); every statement outside a MERGE runs without one, with no PG_TRY
+ * (fl_needs_frame: a few instructions, row 6 of make bench-callgrind).  Outside the transaction
+ * that loaded the library, a trigger fired with no frame is fired by no MERGE.
+ *
  * Without shared_preload_libraries the library is loaded by the first call of one of its
  * functions in the session — often the fence trigger itself, in the middle of a statement — and
  * the statements already running then have no frame.  No statement outlives its transaction, so
@@ -53,11 +59,32 @@ static RunFrame *innermost = NULL;
 /* The library was loaded in this transaction, perhaps while statements ran that have no frame. */
 static bool untracked_possible = false;
 
+/*
+ * Whether a statement about to run needs a frame: a MERGE or a data-modifying WITH; anything
+ * inside a statement with a frame; anything while statements without one may be running.
+ */
+static inline bool
+fl_needs_frame(QueryDesc *queryDesc)
+{
+	PlannedStmt *ps = queryDesc->plannedstmt;
+
+	return innermost != NULL || untracked_possible || ps == NULL || ps->commandType == CMD_MERGE ||
+		   ps->hasModifyingCTE;
+}
+
 static void
 fl_executor_run(FL_EXECUTOR_RUN_PARAMS)
 {
 	RunFrame frame;
 
+	if (!fl_needs_frame(queryDesc))
+	{
+		if (prev_run)
+			prev_run(FL_EXECUTOR_RUN_ARGS);
+		else
+			standard_ExecutorRun(FL_EXECUTOR_RUN_ARGS);
+		return;
+	}
 	frame.queryDesc = queryDesc;
 	frame.outer = innermost;
 	innermost = &frame;
@@ -80,6 +107,14 @@ fl_executor_finish(QueryDesc *queryDesc)
 {
 	RunFrame frame;
 
+	if (!fl_needs_frame(queryDesc))
+	{
+		if (prev_finish)
+			prev_finish(queryDesc);
+		else
+			standard_ExecutorFinish(queryDesc);
+		return;
+	}
 	frame.queryDesc = queryDesc;
 	frame.outer = innermost;
 	innermost = &frame;
@@ -130,7 +165,9 @@ fl_merge_guard_init(void)
 	 * session_preload_libraries: none is.
 	 */
 	untracked_possible = IsTransactionState();
-	RegisterXactCallback(at_xact_end, NULL);
+	/* Preloaded, nothing is left to forget at a transaction's end: no callback to call. */
+	if (untracked_possible)
+		RegisterXactCallback(at_xact_end, NULL);
 	installed = true;
 }
 
@@ -248,6 +285,9 @@ fl_merge_assigns(const char *column)
 
 	if (innermost != NULL)
 		return stmt_assigns(innermost->queryDesc->plannedstmt, column);
+	/* Every MERGE has a frame, but for those started before the library was loaded. */
+	if (!untracked_possible)
+		return FL_MERGE_NONE;
 	stmts = firing_portal_stmts();
 	if (stmts != NIL)
 	{
@@ -262,7 +302,5 @@ fl_merge_assigns(const char *column)
 		}
 		return result;
 	}
-	if (!untracked_possible)
-		return FL_MERGE_NONE;
 	return FL_MERGE_UNKNOWN;
 }

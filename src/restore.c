@@ -46,8 +46,8 @@ fencelock_raise_fences(PG_FUNCTION_ARGS)
 						errmsg("above must be less than " INT64_FORMAT, PG_INT64_MAX),
 						errdetail("No fence could be issued above it."), errhint(ABOVE_HINT)));
 
-	/* Waiters of a freed lease may try now; their grants wait for this transaction's row locks. */
-	raised = fl_lease_raise(above, fl_queue_wake);
+	/* Waiters of a freed lease may try once this transaction commits. */
+	raised = fl_lease_raise(above, fl_queue_wake_at_commit);
 	/* As for a grant: a crash must not lose the raise while fences above it go out. */
 	fl_commit_durably();
 	PG_RETURN_INT64(raised);

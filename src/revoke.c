@@ -41,8 +41,8 @@ fencelock_revoke(PG_FUNCTION_ARGS)
 		ereport(fencelock_log_level,
 				(errmsg("lease on resource \"%s\" revoked by role \"%s\" with fence " INT64_FORMAT,
 						text_to_cstring(resource), role, fence)));
-	/* The next waiter may try now; its grant waits for this transaction's row lock. */
-	fl_queue_wake(resource);
+	/* The next waiter may try once this transaction commits. */
+	fl_queue_wake_at_commit(resource);
 	/* As for a grant: a crash must not make the revoke's fence be issued again. */
 	fl_commit_durably();
 	PG_RETURN_INT64(fence);

@@ -84,6 +84,8 @@ typedef struct FenceTrigger
 } FenceTrigger;
 
 static HTAB *fence_triggers = NULL;
+/* The entry found last: most statements fire one fence trigger, row after row (lookup). */
+static FenceTrigger *last_trigger = NULL;
 
 static void
 fence_trigger_relcache_cb(Datum arg, Oid relid)
@@ -93,6 +95,7 @@ fence_trigger_relcache_cb(Datum arg, Oid relid)
 
 	if (fence_triggers == NULL)
 		return;
+	last_trigger = NULL;
 	hash_seq_init(&status, fence_triggers);
 	while ((entry = hash_seq_search(&status)) != NULL)
 	{
@@ -333,11 +336,14 @@ lookup(TriggerData *trigdata)
 	FenceTrigger *ft;
 	bool found;
 
+	/* Entries stay in place until the relcache callback removes them, and forgets this one. */
+	if (last_trigger != NULL && last_trigger->tgoid == tgoid)
+		return last_trigger;
 	if (fence_triggers == NULL)
 		fence_trigger_cache_init();
 	ft = hash_search(fence_triggers, &tgoid, HASH_FIND, NULL);
 	if (ft != NULL)
-		return ft;
+		return last_trigger = ft;
 
 	/* Resolve into a local copy first, so an error leaves no half-filled entry behind. */
 	{
@@ -348,7 +354,7 @@ lookup(TriggerData *trigdata)
 		ft = hash_search(fence_triggers, &tgoid, HASH_ENTER, &found);
 		*ft = tmp;
 	}
-	return ft;
+	return last_trigger = ft;
 }
 
 static int64

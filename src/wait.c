@@ -42,7 +42,11 @@ PG_FUNCTION_INFO_V1(fencelock_acquire_session);
 PG_FUNCTION_INFO_V1(fencelock_acquire_all);
 PG_FUNCTION_INFO_V1(fencelock_release_all);
 
-/* The longest single sleep: a safety net for wake-ups that never come (e.g. a lost signal). */
+/*
+ * The longest single sleep of a poller (without shared memory).  A queued waiter sleeps at most
+ * fencelock.wait_recheck: a safety net for wake-ups that never come (COMMIT PREPARED of a release,
+ * a lost signal), which the normal path does not need: a release wakes the head at its commit.
+ */
 #define FL_MAX_SLEEP_MS 1000
 /* How often a sleeping waiter looks whether its client is still there. */
 #define FL_CHECK_CLIENT_MS 200
@@ -62,7 +66,8 @@ fl_sleep_ms(TimestampTz now, TimestampTz deadline, TimestampTz holder_expires, l
 
 	if (holder_expires > 0)
 	{
-		int64 until_free = holder_expires - now + 1000;
+		/* Rounded up to whole ms below: the attempt comes at the deadline, never before it. */
+		int64 until_free = holder_expires - now;
 
 		us = Min(us, Max(until_free, 1000));
 	}
@@ -75,7 +80,8 @@ fl_sleep_ms(TimestampTz now, TimestampTz deadline, TimestampTz holder_expires, l
 		us = Min(us, jitter);
 		*backoff_ms = Min(*backoff_ms * 2, FL_MAX_SLEEP_MS);
 	}
-	return (long) Min((us + 999) / 1000, FL_MAX_SLEEP_MS);
+	return (long) Min((us + 999) / 1000,
+					  fl_shmem_ready() ? fencelock_wait_recheck_ms : FL_MAX_SLEEP_MS);
 }
 
 /*
@@ -266,7 +272,7 @@ fl_acquire_set(text **res, int n, text *owner, int64 ttl, TimestampTz deadline, 
 				if (!fl_queue_is_mine(res[busy]))
 				{
 					/* Give up the place in the old queue: its next waiter may try. */
-					fl_queue_leave(true);
+					fl_queue_leave(false);
 					/* Before the deadline: the answer must not depend on how long the try took. */
 					if (IsolationUsesXactSnapshot())
 						fl_refuse_snapshot_wait();
@@ -302,8 +308,11 @@ fl_acquire_set(text **res, int n, text *owner, int64 ttl, TimestampTz deadline, 
 	}
 	PG_FINALLY();
 	{
-		/* Without the lease, the next waiter gets its turn; with it, it waits for our release. */
-		fl_queue_leave(!granted);
+		/*
+		 * Without the lease, the next waiter gets its turn now; with it, the next waiter is woken
+		 * at our transaction's end, to wait for our release or deadline with its timer set.
+		 */
+		fl_queue_leave(granted);
 	}
 	PG_END_TRY();
 	if (waited)

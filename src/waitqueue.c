@@ -6,6 +6,21 @@
  * and a waiting newcomer queues behind those already waiting.  A release signals the head's own
  * condition variable; a head that leaves without the lease signals the next one.
  *
+ * Wake-ups at commit.  A lease that a transaction frees (release, release_all, revoke,
+ * raise_fences, purge) is free for the others only once that transaction commits: a head woken
+ * earlier sees the old holder and sleeps again, until the next wake-up or its recheck
+ * (fencelock.wait_recheck).  So these wake-ups wait here, in backend memory, per (sub)transaction
+ * level, and are signalled at XACT_EVENT_COMMIT, when the commit is visible to every new
+ * snapshot: a subtransaction's are handed to its parent when it commits and dropped when it rolls
+ * back, and a rolled-back transaction wakes nobody.  A head that is granted the lease passes the
+ * wake-up on (fl_queue_leave): at the end of its transaction, committed or not, the next waiter
+ * tries, finds the new holder (or, after a rollback, the lease as it was) and sets its timer to
+ * that holder's deadline.  PREPARE TRANSACTION signals nothing: COMMIT PREPARED may run in any
+ * backend, and the recheck finds the lease.  The callbacks take the queue's lock shared and
+ * signal condition variables: nothing in them waits for another transaction or can raise; what
+ * they need (the names) was copied when the wake-up was recorded.  Session ends wake at once
+ * (session.c): they run after their own commit.
+ *
  * A resource is its database and its whole name: every slot keeps the name it waits for, and
  * two slots wait for the same resource only when database, length and bytes are equal.  The
  * slot's 64-bit hash of the name only lets a scan skip other resources' slots quickly; it is no
@@ -19,6 +34,7 @@
  */
 #include "postgres.h"
 
+#include "access/xact.h"
 #include "common/hashfn.h"
 #include "compat.h"
 #include "fencelock.h"
@@ -31,6 +47,7 @@
 #include "storage/proc.h"
 #include "storage/shmem.h"
 #include "utils/builtins.h"
+#include "utils/memutils.h"
 #include "utils/wait_event.h"
 #include "waitqueue.h"
 
@@ -65,9 +82,28 @@ typedef struct FlQueueKey
 	const char *name;
 } FlQueueKey;
 
+/* A wake-up waiting for the end of the transaction that recorded it. */
+typedef struct FlPendingWake
+{
+	int level;   /* the nesting level that recorded it */
+	bool always; /* also when the transaction rolls back: a granted head's pass-on */
+	Oid dbid;
+	uint32 len;
+	uint64 hash;
+	char *name; /* in wake_cxt */
+} FlPendingWake;
+
+/* More resources than this in one transaction: wake every waiter at its end instead. */
+#define FL_MAX_PENDING_WAKES 64
+
 static FlQueue *fl_queue = NULL;
 static FlWaiter *my_slot = NULL;
 static bool exit_cb_registered = false;
+
+static FlPendingWake pending_wakes[FL_MAX_PENDING_WAKES];
+static int npending_wakes = 0;
+static bool wake_everyone = false; /* the list overflowed */
+static MemoryContext wake_cxt = NULL;
 
 /* nslots: one per PGPROC (shmem.c) */
 Size
@@ -154,7 +190,7 @@ static void
 fl_queue_exit_cb(int code, Datum arg)
 {
 	if (fl_queue_queued())
-		fl_queue_leave(true);
+		fl_queue_leave(false);
 }
 
 /*
@@ -302,9 +338,15 @@ fl_signal(FlWaiter *head)
 	}
 }
 
-/* Leave the queue; when we leave without the lease, the next waiter gets its turn to try. */
+static void fl_wake_add(const FlQueueKey *key, bool always);
+
+/*
+ * Leave the queue.  Without the lease, the next waiter gets its turn to try now; granted, it is
+ * woken at the end of this transaction, to find the new holder and wait for its deadline (or to
+ * try, when the grant was rolled back).
+ */
 void
-fl_queue_leave(bool wake_next)
+fl_queue_leave(bool granted)
 {
 	FlQueueKey key;
 	FlWaiter *next = NULL;
@@ -321,13 +363,16 @@ fl_queue_leave(bool wake_next)
 	my_slot->dbid = InvalidOid;
 	my_slot->ticket = 0;
 	pg_atomic_fetch_sub_u32(&fl_queue->nwaiting, 1);
-	if (wake_next)
+	if (!granted)
 		next = fl_queue_head(&key);
 	LWLockRelease(fl_queue->lock);
-	fl_signal(next);
+	if (granted)
+		fl_wake_add(&key, true);
+	else
+		fl_signal(next);
 }
 
-/* Wake the head waiter for a resource, if any: a release made its turn. */
+/* Wake the head waiter for a resource now, if any: a committed end of a lease made its turn. */
 void
 fl_queue_wake(text *resource)
 {
@@ -340,6 +385,150 @@ fl_queue_wake(text *resource)
 	head = fl_queue_head(&key);
 	LWLockRelease(fl_queue->lock);
 	fl_signal(head);
+}
+
+/*
+ * Signal the heads of the pending wake-ups (all of them, or after a rollback those marked
+ * always), then forget every one.  Runs in the transaction callbacks: takes the queue's lock
+ * shared, signals, resets a memory context; nothing that waits for others or raises.
+ */
+static void
+fl_wake_settle(bool committed)
+{
+	FlWaiter *heads[FL_MAX_PENDING_WAKES];
+	int nheads = 0;
+
+	if (fl_queue != NULL && (npending_wakes > 0 || wake_everyone) &&
+		pg_atomic_read_u32(&fl_queue->nwaiting) > 0)
+	{
+		if (wake_everyone)
+		{
+			/* Every waiter looks again; those that are not heads go back to sleep. */
+			for (int i = 0; i < fl_queue->nslots; i++)
+				if (OidIsValid(fl_queue->slots[i].dbid))
+					fl_signal(&fl_queue->slots[i]);
+		}
+		else
+		{
+			LWLockAcquire(fl_queue->lock, LW_SHARED);
+			for (int i = 0; i < npending_wakes; i++)
+			{
+				FlPendingWake *w = &pending_wakes[i];
+				FlQueueKey key = {w->dbid, w->len, w->hash, w->name};
+
+				if (committed || w->always)
+					heads[nheads++] = fl_queue_head(&key);
+			}
+			LWLockRelease(fl_queue->lock);
+			for (int i = 0; i < nheads; i++)
+				fl_signal(heads[i]);
+		}
+	}
+	npending_wakes = 0;
+	wake_everyone = false;
+	if (wake_cxt != NULL)
+		MemoryContextReset(wake_cxt);
+}
+
+static void
+fl_wake_xact_cb(XactEvent event, void *arg)
+{
+	switch (event)
+	{
+		case XACT_EVENT_COMMIT:
+		case XACT_EVENT_PARALLEL_COMMIT:
+			fl_wake_settle(true);
+			break;
+		case XACT_EVENT_ABORT:
+		case XACT_EVENT_PARALLEL_ABORT:
+			fl_wake_settle(false);
+			break;
+		case XACT_EVENT_PREPARE:
+			/* COMMIT PREPARED may run anywhere: the waiters' recheck finds the lease. */
+			npending_wakes = 0;
+			wake_everyone = false;
+			MemoryContextReset(wake_cxt);
+			break;
+		default:
+			break;
+	}
+}
+
+/* A subtransaction's wake-ups go to its parent when it commits, and away when it rolls back. */
+static void
+fl_wake_subxact_cb(SubXactEvent event, SubTransactionId mySubid, SubTransactionId parentSubid,
+				   void *arg)
+{
+	int level = GetCurrentTransactionNestLevel();
+	int n = 0;
+
+	if (event != SUBXACT_EVENT_ABORT_SUB && event != SUBXACT_EVENT_COMMIT_SUB)
+		return;
+	for (int i = 0; i < npending_wakes; i++)
+	{
+		if (pending_wakes[i].level >= level)
+		{
+			/* A rolled-back end of a lease frees nothing; a rolled-back grant frees its lease. */
+			if (event == SUBXACT_EVENT_ABORT_SUB && !pending_wakes[i].always)
+				continue;
+			pending_wakes[i].level = level - 1;
+		}
+		pending_wakes[n++] = pending_wakes[i];
+	}
+	npending_wakes = n;
+}
+
+/* Record a wake-up of the key's head for the end of the current transaction. */
+static void
+fl_wake_add(const FlQueueKey *key, bool always)
+{
+	int level = GetCurrentTransactionNestLevel();
+	FlPendingWake *w;
+
+	if (wake_cxt == NULL)
+	{
+		wake_cxt =
+			AllocSetContextCreate(TopMemoryContext, "fencelock wake-ups", ALLOCSET_SMALL_SIZES);
+		RegisterXactCallback(fl_wake_xact_cb, NULL);
+		RegisterSubXactCallback(fl_wake_subxact_cb, NULL);
+	}
+	if (wake_everyone)
+		return;
+	for (int i = 0; i < npending_wakes; i++)
+	{
+		w = &pending_wakes[i];
+		if (w->level == level && w->always == always && w->hash == key->hash &&
+			w->dbid == key->dbid && w->len == key->len && memcmp(w->name, key->name, key->len) == 0)
+			return;
+	}
+	if (npending_wakes == FL_MAX_PENDING_WAKES)
+	{
+		wake_everyone = true;
+		return;
+	}
+	w = &pending_wakes[npending_wakes];
+	w->name = MemoryContextAlloc(wake_cxt, Max(key->len, 1));
+	memcpy(w->name, key->name, key->len);
+	w->level = level;
+	w->always = always;
+	w->dbid = key->dbid;
+	w->len = key->len;
+	w->hash = key->hash;
+	npending_wakes++;
+}
+
+/*
+ * This transaction freed the resource's lease: wake its head when the transaction commits
+ * (recorded even with nobody waiting now: a waiter may queue before the commit).
+ */
+void
+fl_queue_wake_at_commit(text *resource)
+{
+	FlQueueKey key;
+
+	if (fl_queue == NULL || !fl_key(resource, &key))
+		return;
+	fl_wake_add(&key, false);
 }
 
 /* SQL: waiters queued for a resource; NULL without shared memory. */

@@ -19,7 +19,7 @@ extern int fl_queue_enter(text *resource, int max_waiters);
 extern bool fl_queue_queued(void);
 extern bool fl_queue_is_mine(text *resource);
 extern bool fl_queue_is_head(void);
-extern void fl_queue_leave(bool wake_next);
+extern void fl_queue_leave(bool granted);
 
 /* A waiter: sleeping until its turn */
 extern void fl_queue_prepare(void);
@@ -27,8 +27,9 @@ extern void fl_queue_clear_woken(void);
 extern bool fl_queue_woken(void);
 extern void fl_queue_sleep(long timeout_ms);
 
-/* Anyone: the waiters of a resource */
+/* Anyone: the waiters of a resource; waking its head now, or when this transaction commits */
 extern int fl_queue_length(text *resource);
 extern void fl_queue_wake(text *resource);
+extern void fl_queue_wake_at_commit(text *resource);
 
 #endif /* FENCELOCK_WAITQUEUE_H */
