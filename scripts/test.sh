@@ -2,12 +2,12 @@
 # Run the whole test suite on every supported PostgreSQL major: regression (pg_regress),
 # concurrency (isolation tester), crash, failover, dump/restore, pgbouncer and tool tests (TAP),
 # and a short chaos run.  Installs what it needs, provides each major (scripts/pg.sh: Debian's 15,
-# cached source builds of 17 and 18, and 18-debug: 18 with assertions on), builds fencelock with
-# -Werror against each, and starts a throwaway cluster per major as the postgres user.  Exit
-# status 0 only when every suite passed.
+# Debian's binary packages of 17 and 18 in cached Debian roots, and 18-debug: 18's source built
+# with assertions on), builds fencelock with -Werror against each, and starts a throwaway cluster
+# per major as the postgres user (17 and 18: all of it chrooted into their root, scripts/pg.sh's
+# fl_root_exec).  Exit status 0 only when every suite passed.
 #
-#   bash scripts/test.sh                  the matrix: 15, 18 and 18-debug everything, 17 regress +
-#                                         isolation
+#   bash scripts/test.sh                  the matrix: 15, 17, 18 and 18-debug, every suite
 #   bash scripts/test.sh --pg 18          one major (all its suites); --pg 15,18 for several;
 #                                         --pg all the matrix (also with PG_BIN)
 #   bash scripts/test.sh --suites regress,isolation [--pg ...]   only these suites
@@ -23,14 +23,13 @@ cd "$(dirname "$0")/.."
 . scripts/lib.sh
 
 usage() {
-	sed -n '9,15p' "$0" | sed 's/^# //' >&2
+	sed -n '10,16p' "$0" | sed 's/^# //' >&2
 	exit 2
 }
 
-# The suites each major runs (17: regression and isolation, as the matrix promises).
+# The suites each major runs.
 fl_suites_of() {
 	case $1 in
-	17) echo "regress isolation" ;;
 	15) echo "regress isolation tap chaos clients" ;;
 	*) echo "regress isolation tap chaos" ;;
 	esac
@@ -63,16 +62,21 @@ fi
 
 fl_deps_common
 START=$SECONDS
-work=$(mktemp -d /tmp/fencelock-test.XXXXXX)
+# (FENCELOCK_WORK_PARENT: where a run inside a Debian root keeps its work, a directory of the
+# run outside that is bind-mounted into the root.)
+work=$(mktemp -d "${FENCELOCK_WORK_PARENT:-/tmp}/fencelock-test.XXXXXX")
 chmod 755 "$work"
 pids=()
 cleanup() {
-	local m
+	local m f
 	for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done
+	# A run inside a root: ending its namespace ends every process in it and every mount.
+	for f in "$work"/pg*/ns.pid; do [ ! -f "$f" ] || kill "$(cat "$f")" 2>/dev/null || true; done
 	for m in "${majors[@]}"; do fl_cluster_stop "$work/pg$m/pg"; done
-	[ -n "${KEEP:-}" ] || rm -rf "$work"
+	[ -n "${KEEP:-}" ] || rm -rf --one-file-system "$work"
 }
 trap cleanup EXIT
+trap 'exit 130' INT TERM HUP
 
 # Durations as 1m05s.
 fl_dur() { printf '%dm%02ds' $(($1 / 60)) $(($1 % 60)); }
@@ -80,7 +84,7 @@ fl_dur() { printf '%dm%02ds' $(($1 / 60)) $(($1 % 60)); }
 # Provide every major first (a source build takes both cores; the suites should not share them
 # with it).  A major the archive does not serve is skipped when it came from the default matrix,
 # loudly, and fails the run when it was asked for.
-declare -A bin
+declare -A bin root
 run=()
 skipped=()
 unprovided=()
@@ -102,6 +106,7 @@ for m in "${majors[@]}"; do
 			continue
 		fi
 		bin[$m]=$PG_BIN
+		root[$m]=$FL_PG_ROOT
 	fi
 	run+=("$m")
 	[ $((SECONDS - t)) -lt 5 ] || echo "== pg $m provided in $(fl_dur $((SECONDS - t)))"
@@ -155,7 +160,9 @@ run_major() {
 	# Build in a copy of the tree of our own (objects are per major), warnings are errors.
 	t=$SECONDS
 	mkdir -p "$tree"
-	git ls-files -z --cached --others --exclude-standard | xargs -0 cp -d --parents -t "$tree" ||
+	# (no git inside a Debian root: there the tree is a copy run_major_root made with git)
+	{ command -v git >/dev/null && git ls-files -z --cached --others --exclude-standard |
+		xargs -0 cp -d --parents -t "$tree"; } 2>/dev/null ||
 		{ rm -rf "$tree" && cp -a . "$tree" && make -s -C "$tree" PG_CONFIG="$PG_BIN/pg_config" clean; }
 	if (cd "$tree" && FL_COPT=-Werror fl_build) >"$dir/build.log" 2>&1; then
 		parts+=("build $(fl_dur $((SECONDS - t)))")
@@ -215,18 +222,57 @@ run_major() {
 	finish
 }
 
+# run_major_root MAJOR ROOT PORT SUITES: this script once more, inside the Debian root ROOT
+# (chrooted, scripts/pg.sh's fl_root_exec) with the major's server there as PG_BIN, on a copy of
+# the tree; the copy and the inner run's work live in $work/pgMAJOR, bind-mounted on /tmp/fl,
+# and the inner run leaves result, parts and failures there as run_major does.
+run_major_root() {
+	local major=$1 rootdir=$2 port=$3 dir=$work/pg$1 status=0
+	mkdir -p "$dir/src"
+	git ls-files -z --cached --others --exclude-standard | xargs -0 cp -d --parents -t "$dir/src" ||
+		{ rm -rf "$dir/src" && cp -a . "$dir/src" && rm -f "$dir/src/.fl-built-for"; }
+	echo "== pg $major: inside $rootdir (Debian's postgresql-$major)"
+	FL_ROOT_PIDFILE=$dir/ns.pid fl_root_exec "$rootdir" "$dir:/tmp/fl" "$PG_TEST_PORT_DIR:$PG_TEST_PORT_DIR" -- \
+		env PG_BIN="/usr/lib/postgresql/$major/bin" FENCELOCK_TEST_PORT="$port" \
+		FENCELOCK_WORK_PARENT=/tmp/fl FENCELOCK_INNER_OUT=/tmp/fl PG_TEST_PORT_DIR="$PG_TEST_PORT_DIR" \
+		${FENCELOCK_PROVE_JOBS:+FENCELOCK_PROVE_JOBS=$FENCELOCK_PROVE_JOBS} ${KEEP:+KEEP=1} \
+		bash /tmp/fl/src/scripts/test.sh --suites "${4// /,}" 2>&1 || status=$?
+	[ -f "$dir/result" ] || echo "0 1 ?" >"$dir/result"
+	[ -f "$dir/failures" ] || echo "pg $major (inside $rootdir: no result; exit status $status)" >"$dir/failures"
+	sed -i "s#/tmp/fl/#$dir/#g" "$dir/failures"
+}
+
+# Progress lines go to stdout; inside a root, to the outer run's progress (its fd 3, inherited).
+progress_fd=1
+[ -z "${FENCELOCK_INNER_OUT:-}" ] || ! { true >&3; } 2>/dev/null || progress_fd=3
 i=0
 for m in "${run[@]}"; do
 	suites=${only_suites:-$(fl_suites_of "$m")}
 	mkdir -p "$work/pg$m"
-	echo "-- pg $m: running $suites"
-	run_major "$m" "${bin[$m]}" $((${FENCELOCK_TEST_PORT:-54321} + i)) "$suites" 3>&1 >"$work/pg$m/out" 2>&1 &
+	[ -n "${FENCELOCK_INNER_OUT:-}" ] || echo "-- pg $m: running $suites"
+	if [ -n "${root[$m]:-}" ]; then
+		run_major_root "$m" "${root[$m]}" $((${FENCELOCK_TEST_PORT:-54321} + i)) "$suites" 3>&1 >"$work/pg$m/out" 2>&1 &
+	else
+		run_major "$m" "${bin[$m]}" $((${FENCELOCK_TEST_PORT:-54321} + i)) "$suites" 3>&"$progress_fd" >"$work/pg$m/out" 2>&1 &
+	fi
 	pids+=($!)
 	i=$((i + 1))
 done
 wait "${pids[@]}" || true
 pids=()
-echo "-- every major finished; their logs in full:"
+[ -n "${FENCELOCK_INNER_OUT:-}" ] || echo "-- every major finished; their logs in full:"
+
+# Inside a Debian root (run_major_root): hand the counts to the run outside, which reports them.
+if [ -n "${FENCELOCK_INNER_OUT:-}" ]; then
+	for m in "${run[@]}"; do
+		cat "$work/pg$m/out"
+		for f in result parts failures; do
+			[ ! -f "$work/pg$m/$f" ] || cp "$work/pg$m/$f" "$FENCELOCK_INNER_OUT/$f"
+		done
+		[ ! -s "$work/pg$m/failures" ] || KEEP=1
+	done
+	exit 0
+fi
 
 passed=0
 failed=0
