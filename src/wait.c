@@ -36,6 +36,7 @@
 
 PG_FUNCTION_INFO_V1(fencelock_acquire_wait);
 PG_FUNCTION_INFO_V1(fencelock_acquire_session);
+PG_FUNCTION_INFO_V1(fencelock_acquire_0_4);
 PG_FUNCTION_INFO_V1(fencelock_acquire_all);
 PG_FUNCTION_INFO_V1(fencelock_release_all);
 
@@ -291,14 +292,14 @@ fl_acquire_set(text **res, int n, text *owner, int64 ttl, TimestampTz deadline, 
 	return granted;
 }
 
-/* acquire(resource, owner, ttl, wait [, session]) */
+/* acquire(resource, owner, ttl, wait [, session]); wait_optional: a NULL wait is one try (0.4.0) */
 static Datum
-fl_acquire_wait_sql(FunctionCallInfo fcinfo, bool session)
+fl_acquire_wait_sql(FunctionCallInfo fcinfo, bool session, bool wait_optional)
 {
 	text *resource = fl_arg_resource(fcinfo, 0);
 	text *owner = fl_arg_owner(fcinfo, 1);
 	int64 ttl = fl_arg_ttl(fcinfo, 2);
-	int64 wait = fl_arg_wait(fcinfo, 3, FL_WAIT_HINT);
+	int64 wait = wait_optional && PG_ARGISNULL(3) ? 0 : fl_arg_wait(fcinfo, 3, FL_WAIT_HINT);
 	FlGrant g;
 
 	bool granted;
@@ -322,7 +323,7 @@ fl_acquire_wait_sql(FunctionCallInfo fcinfo, bool session)
 Datum
 fencelock_acquire_wait(PG_FUNCTION_ARGS)
 {
-	return fl_acquire_wait_sql(fcinfo, false);
+	return fl_acquire_wait_sql(fcinfo, false, false);
 }
 
 Datum
@@ -330,7 +331,22 @@ fencelock_acquire_session(PG_FUNCTION_ARGS)
 {
 	fl_arg_not_null(fcinfo, 4, "session",
 					"Pass true to bind the lease to this session, false not to.");
-	return fl_acquire_wait_sql(fcinfo, PG_GETARG_BOOL(4));
+	return fl_acquire_wait_sql(fcinfo, PG_GETARG_BOOL(4), false);
+}
+
+/*
+ * acquire(resource, owner [, ttl] [, wait] [, session]) as 0.4.0 installs it: one function for
+ * every form, wait and session defaulting to NULL (not given).  Separate overloads cannot offer
+ * acquire(r, o, ttl, session => true): PostgreSQL could then not choose between a boolean and an
+ * interval fourth parameter for acquire(r, o, ttl, '5 seconds').  Without wait and session it is
+ * the one-try acquire; with either, the waiting one (no wait: one try; no session: false).
+ */
+Datum
+fencelock_acquire_0_4(PG_FUNCTION_ARGS)
+{
+	if (PG_ARGISNULL(3) && PG_ARGISNULL(4))
+		return fl_acquire_sql(fcinfo, FL_API_0_2);
+	return fl_acquire_wait_sql(fcinfo, !PG_ARGISNULL(4) && PG_GETARG_BOOL(4), true);
 }
 
 /* A checked list of distinct resources. */
