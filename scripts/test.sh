@@ -179,6 +179,23 @@ run_major() {
 	perl scripts/check-house.pl "$tree" >"$dir/house.log" 2>&1 || hs=$?
 	cat "$dir/house.log"
 	tally house "$hs" $((hs == 0)) $((hs != 0)) $((SECONDS - t)) "$dir/house.log"
+	# make install left fencelock-run and its man page where a login shell finds them (a
+	# Debian-packaged server's bindir is on no login PATH: mk/fencelock-run.mk links them).
+	case $PG_BIN in
+	/usr/lib/postgresql/*)
+		t=$SECONDS
+		local ps=0 found
+		found=$(fl_as_pg bash -lc 'command -v fencelock-run' 2>&1) || ps=1
+		{
+			echo "login shell finds: ${found:-nothing}"
+			[ "$(readlink -f "$found")" = "$(readlink -f "$PG_BIN/fencelock-run")" ] || ps=1
+			fl_as_pg bash -lc 'fencelock-run --version' || ps=1
+			[ -e /usr/local/share/man/man1/fencelock-run.1 ] || { echo "no man page in /usr/local/share/man/man1"; ps=1; }
+		} >"$dir/path.log" 2>&1
+		cat "$dir/path.log"
+		tally path "$ps" $((ps == 0)) $((ps != 0)) $((SECONDS - t)) "$dir/path.log"
+		;;
+	esac
 	[ "$(id -u)" -ne 0 ] || chown -R postgres: "$dir"
 	fl_cluster_start "$dir/pg" "$port"
 
