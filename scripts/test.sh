@@ -159,6 +159,8 @@ run_major() {
 	echo "== pg $major: $("$PG_BIN/pg_config" --version) ($PG_BIN); suites: $4"
 	# Build in a copy of the tree of our own (objects are per major), warnings are errors.
 	t=$SECONDS
+	# (the path part below must see this run's link, not one an earlier run left)
+	case $PG_BIN in /usr/lib/postgresql/*) rm -f /usr/local/bin/fencelock-run ;; esac
 	mkdir -p "$tree"
 	# (no git inside a Debian root: there the tree is a copy run_major_root made with git)
 	{ command -v git >/dev/null && git ls-files -z --cached --others --exclude-standard |
