@@ -29,7 +29,8 @@ AS 'MODULE_PATHNAME', 'fencelock_raise_fences'
 LANGUAGE C VOLATILE;
 REVOKE EXECUTE ON FUNCTION fencelock.raise_fences(pg_catalog.int8) FROM PUBLIC;
 -- == acquire(resource, owner, ttl, session => true) without wait (issue 24) ==
--- One function for every form of acquire: wait and session default to NULL (not given).  No
+-- One function for every form of acquire: wait defaults to '0' (one try), session to false; an
+-- explicit NULL for either is still an error (22004), as before.  No
 -- overload could add the form: one with a boolean fourth parameter makes
 -- acquire(r, o, ttl, '5 seconds') ambiguous, and defaults on the waiting one make
 -- acquire(r, o, ttl) ambiguous.  The three overloads it replaces hand it their privileges (those
@@ -57,8 +58,8 @@ BEGIN
                                     pg_catalog.interval, pg_catalog.bool);
     CREATE FUNCTION fencelock.acquire(resource pg_catalog.text, owner pg_catalog.text,
                                       ttl pg_catalog.interval DEFAULT fencelock.default_ttl(),
-                                      wait pg_catalog.interval DEFAULT NULL,
-                                      session pg_catalog.bool DEFAULT NULL)
+                                      wait pg_catalog.interval DEFAULT '0',
+                                      session pg_catalog.bool DEFAULT false)
     RETURNS pg_catalog.int8
     AS 'MODULE_PATHNAME', 'fencelock_acquire_0_4'
     LANGUAGE C VOLATILE;

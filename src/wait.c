@@ -32,6 +32,7 @@
 #include "utils/array.h"
 #include "utils/builtins.h"
 #include "utils/memutils.h"
+#include "utils/timestamp.h"
 #include "waitqueue.h"
 
 PG_FUNCTION_INFO_V1(fencelock_acquire_wait);
@@ -292,14 +293,14 @@ fl_acquire_set(text **res, int n, text *owner, int64 ttl, TimestampTz deadline, 
 	return granted;
 }
 
-/* acquire(resource, owner, ttl, wait [, session]); wait_optional: a NULL wait is one try (0.4.0) */
+/* acquire(resource, owner, ttl, wait [, session]) */
 static Datum
-fl_acquire_wait_sql(FunctionCallInfo fcinfo, bool session, bool wait_optional)
+fl_acquire_wait_sql(FunctionCallInfo fcinfo, bool session)
 {
 	text *resource = fl_arg_resource(fcinfo, 0);
 	text *owner = fl_arg_owner(fcinfo, 1);
 	int64 ttl = fl_arg_ttl(fcinfo, 2);
-	int64 wait = wait_optional && PG_ARGISNULL(3) ? 0 : fl_arg_wait(fcinfo, 3, FL_WAIT_HINT);
+	int64 wait = fl_arg_wait(fcinfo, 3, FL_WAIT_HINT);
 	FlGrant g;
 
 	bool granted;
@@ -323,7 +324,7 @@ fl_acquire_wait_sql(FunctionCallInfo fcinfo, bool session, bool wait_optional)
 Datum
 fencelock_acquire_wait(PG_FUNCTION_ARGS)
 {
-	return fl_acquire_wait_sql(fcinfo, false, false);
+	return fl_acquire_wait_sql(fcinfo, false);
 }
 
 Datum
@@ -331,22 +332,32 @@ fencelock_acquire_session(PG_FUNCTION_ARGS)
 {
 	fl_arg_not_null(fcinfo, 4, "session",
 					"Pass true to bind the lease to this session, false not to.");
-	return fl_acquire_wait_sql(fcinfo, PG_GETARG_BOOL(4), false);
+	return fl_acquire_wait_sql(fcinfo, PG_GETARG_BOOL(4));
 }
 
 /*
  * acquire(resource, owner [, ttl] [, wait] [, session]) as 0.4.0 installs it: one function for
- * every form, wait and session defaulting to NULL (not given).  Separate overloads cannot offer
+ * every form, wait defaulting to '0' and session to false.  Separate overloads cannot offer
  * acquire(r, o, ttl, session => true): PostgreSQL could then not choose between a boolean and an
- * interval fourth parameter for acquire(r, o, ttl, '5 seconds').  Without wait and session it is
- * the one-try acquire; with either, the waiting one (no wait: one try; no session: false).
+ * interval fourth parameter for acquire(r, o, ttl, '5 seconds').  An explicit NULL wait or
+ * session is refused, as before.  With the defaults (wait zero, no session) it is the one-try
+ * acquire, on its own path: the answers, counts and rows are those of a waiting acquire with
+ * wait => '0' (one round, no queue, any isolation level), without its subtransaction.
  */
 Datum
 fencelock_acquire_0_4(PG_FUNCTION_ARGS)
 {
-	if (PG_ARGISNULL(3) && PG_ARGISNULL(4))
-		return fl_acquire_sql(fcinfo, FL_API_0_2);
-	return fl_acquire_wait_sql(fcinfo, !PG_ARGISNULL(4) && PG_GETARG_BOOL(4), true);
+	Interval *wait;
+
+	fl_arg_not_null(fcinfo, 4, "session",
+					"Pass true to bind the lease to this session, false not to.");
+	if (!PG_ARGISNULL(3) && !PG_GETARG_BOOL(4))
+	{
+		wait = PG_GETARG_INTERVAL_P(3);
+		if (wait->time == 0 && wait->day == 0 && wait->month == 0)
+			return fl_acquire_sql(fcinfo, FL_API_0_2);
+	}
+	return fl_acquire_wait_sql(fcinfo, PG_GETARG_BOOL(4));
 }
 
 /* A checked list of distinct resources. */

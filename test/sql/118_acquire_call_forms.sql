@@ -29,9 +29,13 @@ SELECT resource, state, session_bound FROM fencelock.leases
 SELECT fencelock.acquire('form:s', 'other', '30 seconds', session => true) IS NULL AS busy_session;
 SELECT fencelock.acquire('form:3', 'other', '30 seconds', '10 ms') IS NULL AS busy_wait;
 
--- Arguments are checked as before; an explicit NULL wait or session means "not given".
+-- Arguments are checked as before: wait and session default to '0' and false, and an explicit
+-- NULL for either is an error (22004), in every form.
 SELECT fencelock.acquire('form:n', 'o', '30 seconds', wait => NULL) AS null_wait;
+SELECT fencelock.acquire('form:n', 'o', '30 seconds', NULL) AS null_wait_positional;
 SELECT fencelock.acquire('form:n2', 'o', '30 seconds', session => NULL) AS null_session;
+SELECT fencelock.acquire('form:n2', 'o', '30 seconds', '0', NULL) AS null_session_positional;
+SELECT count(*) AS no_lease_left_by_them FROM fencelock.leases WHERE resource LIKE 'form:n%';
 SELECT fencelock.acquire('form:bad', 'o', '30 seconds', wait => '-1 second');
 SELECT fencelock.acquire('form:bad', 'o', NULL, session => true);
 SELECT fencelock.acquire(NULL, 'o', '30 seconds', session => true);
@@ -40,6 +44,15 @@ SELECT fencelock.acquire(NULL, 'o', '30 seconds', session => true);
 SELECT p.oid::pg_catalog.regprocedure, pg_catalog.pg_get_function_arguments(p.oid)
   FROM pg_catalog.pg_proc p
  WHERE p.pronamespace = 'fencelock'::regnamespace AND p.proname = 'acquire';
+
+-- The defaults are the one-try acquire: acquire(r, o, ttl) and acquire(r, o, ttl, '0') answer
+-- alike in REPEATABLE READ (no "needs READ COMMITTED"), on a free and on a busy resource.
+BEGIN ISOLATION LEVEL REPEATABLE READ;
+SELECT fencelock.acquire('form:rr', 'o', '30 seconds') AS rr_default,
+       fencelock.acquire('form:rr', 'o', '30 seconds', '0') AS rr_wait_zero,
+       fencelock.acquire('form:rr', 'other', '30 seconds') IS NULL AS rr_busy_default,
+       fencelock.acquire('form:rr', 'other', '30 seconds', '0') IS NULL AS rr_busy_wait_zero;
+COMMIT;
 
 SELECT fencelock.release(resource, 'o') FROM fencelock.leases WHERE resource LIKE 'form:%'
  ORDER BY resource;

@@ -49,7 +49,7 @@ UPDATE rv_data SET v = 'after revoke', last_fence = 1 WHERE id = 2;
 SELECT fencelock.renew('rv:bound', 'writer') AS writer_renews;
 DROP TABLE rv_data;
 
--- Session-bound leases show in leases (an explicit NULL session means not given: an ordinary lease).
+-- Session-bound leases: the flag must be given, and shows in leases.
 SELECT fencelock.acquire('rv:session', 'me', '1 hour', '0', NULL);
 SELECT fencelock.acquire('rv:session', 'me', '1 hour', wait => '0', session => true) AS fence;
 SELECT state, session_bound FROM fencelock.leases WHERE resource = 'rv:session';
