@@ -30,7 +30,7 @@ usage() {
 # The suites each major runs.
 fl_suites_of() {
 	case $1 in
-	15) echo "regress isolation tap chaos clients" ;;
+	15) echo "regress isolation tap chaos clients docs" ;;
 	*) echo "regress isolation tap chaos" ;;
 	esac
 }
@@ -234,6 +234,19 @@ run_major() {
 			bad=$(grep -cE '^not ok [0-9]+ ' "$dir/clients.log" || true)
 			[ "$status" -eq 0 ] || [ "$bad" -gt 0 ] || bad=1
 			tally clients "$status" "$ok" "$bad" $((SECONDS - t)) "$dir/clients.log"
+			;;
+		docs)
+			# Every ```sql block of README.md and doc/*.md against what the text states
+			# (scripts/doc-test.pl; its conventions: doc/testing.md, "The doc-test").
+			echo "== pg $major docs"
+			local status=0 ok bad
+			t=$SECONDS
+			fl_as_pg perl "$tree/scripts/doc-test.pl" >"$dir/docs.log" 2>&1 || status=$?
+			cat "$dir/docs.log"
+			ok=$(grep -E '^ok [0-9]+ ' "$dir/docs.log" | grep -vc '# skip' || true)
+			bad=$(grep -cE '^not ok [0-9]+ ' "$dir/docs.log" || true)
+			[ "$status" -eq 0 ] || [ "$bad" -gt 0 ] || bad=1
+			tally docs "$status" "$ok" "$bad" $((SECONDS - t)) "$dir/docs.log"
 			;;
 		esac
 	done
