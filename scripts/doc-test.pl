@@ -183,14 +183,14 @@ foreach my $file (@files)
 	my (@blocks, $skip, $skip_line);
 	for (my $i = 0; $i < @lines; $i++)
 	{
-		if ($lines[$i] =~ /<!--\s*doc-test:\s*(.*?)\s*-->/)
+		if ($lines[$i] =~ /^ {0,3}<!--\s*doc-test:\s*(.*?)\s*-->/)
 		{
 			my $d = $1;
 			if ($d =~ /^skip\s*\((.+)\)$/) { ($skip, $skip_line) = ($1, $i + 1); }
 			else { report(0, "$file:" . ($i + 1) . ": unknown doc-test marker", "<!-- doc-test: $d -->"); }
 			next;
 		}
-		next unless $lines[$i] =~ /^(\s*)```(\w*)\s*$/;
+		next unless $lines[$i] =~ /^( {0,3})```(\w*)\s*$/;    # (indented by 4: a code block)
 		my ($indent, $lang) = ($1, $2);
 		my $start = $i + 1;
 		my @body;
