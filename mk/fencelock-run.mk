@@ -20,13 +20,16 @@ FENCELOCK_RUN_MANDIR = $(bindir)/../share/man/man1
 all: $(FENCELOCK_RUN) $(FENCELOCK_RUN_MAN)
 fencelock-run: $(FENCELOCK_RUN)
 
+# (the sources by their VPATH-found names, $^: out of the tree they live in $(srcdir))
 $(FENCELOCK_RUN): $(FENCELOCK_RUN_SRCS) $(FENCELOCK_RUN_HDRS) fencelock.control
+	@$(MKDIR_P) $(@D)
 	$(CC) $(CFLAGS) -I$(shell $(PG_CONFIG) --includedir) \
-		-DFENCELOCK_VERSION='"$(EXTVERSION)"' -o $@ $(FENCELOCK_RUN_SRCS) \
+		-DFENCELOCK_VERSION='"$(EXTVERSION)"' -o $@ $(filter %.c,$^) \
 		-L$(shell $(PG_CONFIG) --libdir) -lpq
 
 $(FENCELOCK_RUN_MAN): doc/fencelock-run.md scripts/md2man.pl fencelock.control
-	perl scripts/md2man.pl fencelock-run 1 $(EXTVERSION) < $< > $@.tmp && mv $@.tmp $@
+	@$(MKDIR_P) $(@D)
+	perl $(filter %.pl,$^) fencelock-run 1 $(EXTVERSION) < $< > $@.tmp && mv $@.tmp $@
 
 # A login shell's PATH has no per-major bindir (Debian's /usr/lib/postgresql/NN/bin): make install
 # also links the tool into FENCELOCK_RUN_LINKDIR/bin and its page into

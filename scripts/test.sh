@@ -30,7 +30,7 @@ usage() {
 # The suites each major runs.
 fl_suites_of() {
 	case $1 in
-	15) echo "regress isolation tap chaos clients docs" ;;
+	15) echo "regress isolation tap chaos clients docs package" ;;
 	*) echo "regress isolation tap chaos" ;;
 	esac
 }
@@ -202,6 +202,16 @@ run_major() {
 	fl_cluster_start "$dir/pg" "$port"
 
 	local ok_re='\.\.\. ok|^ok [0-9]+ ' bad_re='\.\.\. FAILED|failed \(ignored\)|^not ok [0-9]+ '
+	# The Debian packages (make deb, installed into a fresh bookworm root: scripts/test-package.sh)
+	# need no cluster of ours and mostly wait for dpkg and apt: they run beside the other parts.
+	local package_pid= package_t=$SECONDS
+	case " $4 " in
+	*" package "*)
+		echo "== pg $major package (beside the other parts)"
+		(cd "$tree" && bash scripts/test-package.sh) >"$dir/package.log" 2>&1 &
+		package_pid=$!
+		;;
+	esac
 	for s in $4; do
 		case $s in
 		# pg_regress: "test x ... ok" up to 15, "ok 1 - x" (TAP style) from 16
@@ -250,6 +260,15 @@ run_major() {
 			;;
 		esac
 	done
+	if [ -n "$package_pid" ]; then
+		local status=0 ok bad
+		wait "$package_pid" || status=$?
+		cat "$dir/package.log"
+		ok=$(grep -cE '^ok [0-9]+ ' "$dir/package.log" || true)
+		bad=$(grep -cE '^not ok [0-9]+ ' "$dir/package.log" || true)
+		[ "$status" -eq 0 ] || [ "$bad" -gt 0 ] || bad=1
+		tally package "$status" "$ok" "$bad" $((SECONDS - package_t)) "$dir/package.log"
+	fi
 	fl_cluster_stop "$dir/pg"
 	finish
 }
