@@ -88,20 +88,21 @@ result "apt-get install of the packages, their dependencies from bookworm ($((SE
 cat >"$work/root/server.sh" <<'EOS'
 set -e
 cd /tmp
-bin=/usr/lib/postgresql/15/bin
-runuser -u postgres -- $bin/initdb -D /tmp/pg -A trust -U postgres --no-sync >/dev/null
+export PATH=/usr/lib/postgresql/15/bin:$PATH
+pg() { runuser -u postgres -- env PATH="$PATH" "$@"; }
+pg initdb -D /tmp/pg -A trust -U postgres --no-sync >/dev/null
 cat >>/tmp/pg/postgresql.conf <<'EOC'
 shared_preload_libraries = 'fencelock'
 listen_addresses = ''
 unix_socket_directories = '/tmp'
 EOC
-runuser -u postgres -- $bin/pg_ctl -D /tmp/pg -l /tmp/pg.log -w start >/dev/null
-q() { runuser -u postgres -- $bin/psql -X -At -h /tmp -U postgres -v ON_ERROR_STOP=1 -c "$1"; }
+pg pg_ctl -D /tmp/pg -l /tmp/pg.log -w start >/dev/null
+q() { pg psql -X -At -h /tmp -U postgres -v ON_ERROR_STOP=1 -c "$1"; }
 q "CREATE EXTENSION fencelock"
 got=$(q "SELECT fencelock.acquire('smoke', 'a')"); echo "acquire: $got"; [ "$got" = 1 ]
 got=$(q "SELECT grants FROM fencelock.stats"); echo "stats.grants: $got"; [ "$got" = 1 ]
 q "SELECT extversion FROM pg_extension WHERE extname = 'fencelock'"
-runuser -u postgres -- $bin/pg_ctl -D /tmp/pg -m fast -w stop >/dev/null
+pg pg_ctl -D /tmp/pg -m fast -w stop >/dev/null
 EOS
 s=0
 inroot 'bash /server.sh' >"$work/server.log" 2>&1 || s=$?
