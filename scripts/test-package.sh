@@ -15,6 +15,7 @@ cd "$(dirname "$0")/.."
 [ "$(id -u)" -eq 0 ] || { echo "run as root (debootstrap, chroot)" >&2; exit 1; }
 
 work=$(mktemp -d /tmp/fencelock-package.XXXXXX)
+chmod 755 "$work" # the build-time installcheck's server (user postgres) reads the package there
 cleanup() { [ -n "${KEEP:-}" ] || rm -rf --one-file-system "$work"; }
 trap cleanup EXIT
 n=0 passed=0 failed=0

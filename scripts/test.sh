@@ -208,7 +208,13 @@ run_major() {
 	case " $4 " in
 	*" package "*)
 		echo "== pg $major package (beside the other parts)"
-		(cd "$tree" && bash scripts/test-package.sh) >"$dir/package.log" 2>&1 &
+		(
+			t=$SECONDS
+			s=0
+			(cd "$tree" && bash scripts/test-package.sh) >"$dir/package.log" 2>&1 || s=$?
+			echo $((SECONDS - t)) >"$dir/package.time"
+			exit "$s"
+		) &
 		package_pid=$!
 		;;
 	esac
@@ -267,7 +273,7 @@ run_major() {
 		ok=$(grep -cE '^ok [0-9]+ ' "$dir/package.log" || true)
 		bad=$(grep -cE '^not ok [0-9]+ ' "$dir/package.log" || true)
 		[ "$status" -eq 0 ] || [ "$bad" -gt 0 ] || bad=1
-		tally package "$status" "$ok" "$bad" $((SECONDS - package_t)) "$dir/package.log"
+		tally package "$status" "$ok" "$bad" "$(cat "$dir/package.time" 2>/dev/null || echo $((SECONDS - package_t)))" "$dir/package.log"
 	fi
 	fl_cluster_stop "$dir/pg"
 	finish

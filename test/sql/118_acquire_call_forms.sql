@@ -54,5 +54,15 @@ SELECT fencelock.acquire('form:rr', 'o', '30 seconds') AS rr_default,
        fencelock.acquire('form:rr', 'other', '30 seconds', '0') IS NULL AS rr_busy_wait_zero;
 COMMIT;
 
+-- ... and count alike: a grant and a busy try each (the stats count at commit).
+SELECT fencelock.stats_reset();
+SELECT fencelock.acquire('form:c1', 'o', '30 seconds') AS c1;
+SELECT fencelock.acquire('form:c1', 'other', '30 seconds') IS NULL AS c1_busy;
+SELECT grants, busy, waits FROM fencelock.stats;
+SELECT fencelock.stats_reset();
+SELECT fencelock.acquire('form:c2', 'o', '30 seconds', '0') AS c2;
+SELECT fencelock.acquire('form:c2', 'other', '30 seconds', '0') IS NULL AS c2_busy;
+SELECT grants, busy, waits FROM fencelock.stats;
+
 SELECT fencelock.release(resource, 'o') FROM fencelock.leases WHERE resource LIKE 'form:%'
  ORDER BY resource;
