@@ -1,6 +1,11 @@
 # fencelock — PGXS build.  Variables first, then PGXS, then our own targets.
+#
+# Out of the tree (VPATH, as pg_buildext builds: debian/): from an empty directory,
+#   make -f /path/to/fencelock/Makefile [VPATH=/path/to/fencelock] PG_CONFIG=...
+# PGXS sets srcdir ("." in the tree); every path below names the source through it, and the
+# objects go to src/ and bin/ of the build directory.
 EXTENSION  = fencelock
-EXTVERSION = $(shell sed -n "s/^default_version = '\(.*\)'/\1/p" fencelock.control)
+EXTVERSION = $(shell sed -n "s/^default_version = '\(.*\)'/\1/p" $(srcdir)/fencelock.control)
 
 MODULE_big = fencelock
 OBJS = \
@@ -40,7 +45,7 @@ OBJS = \
 # The version the library reports (PostgreSQL 18's pg_get_loaded_modules()).
 PG_CPPFLAGS += -DFENCELOCK_VERSION='"$(EXTVERSION)"'
 
-DATA = $(wildcard sql/fencelock--*.sql)
+DATA = $(patsubst $(srcdir)/%,%,$(wildcard $(srcdir)/sql/fencelock--*.sql))
 
 # Regression tests: test/sql/NAME.sql, expected output in expected/NAME.out
 # (test/expected is a link to it: PostgreSQL 15's pg_regress has no --expecteddir).
@@ -49,10 +54,10 @@ DATA = $(wildcard sql/fencelock--*.sql)
 fl_min_major = $(patsubst pg%,%,$(filter pg1% pg2% pg3%,$(lastword $(subst _, ,$(1)))))
 fl_on_major = $(if $(call fl_min_major,$(1)),$(if $(filter $(call fl_min_major,$(1)),$(firstword \
 	$(sort $(call fl_min_major,$(1)) $(MAJORVERSION)))),$(1)),$(1))
-REGRESS = $(foreach t,$(sort $(basename $(notdir $(wildcard test/sql/*.sql)))),$(call fl_on_major,$(t)))
-REGRESS_OPTS = --inputdir=test --load-extension=fencelock
-ISOLATION = $(sort $(basename $(notdir $(wildcard test/specs/*.spec))))
-ISOLATION_OPTS = --inputdir=test --load-extension=fencelock
+REGRESS = $(foreach t,$(sort $(basename $(notdir $(wildcard $(srcdir)/test/sql/*.sql)))),$(call fl_on_major,$(t)))
+REGRESS_OPTS = --inputdir=$(srcdir)/test --load-extension=fencelock
+ISOLATION = $(sort $(basename $(notdir $(wildcard $(srcdir)/test/specs/*.spec))))
+ISOLATION_OPTS = --inputdir=$(srcdir)/test --load-extension=fencelock
 TAP_TESTS = 1
 
 PG_CONFIG ?= pg_config
@@ -64,11 +69,20 @@ endif
 include $(PGXS)
 
 # PGXS resets PROVE_FLAGS; set ours afterwards.  PROVE_JOBS=N runs N TAP files at a time.
-PROVE_TESTS = $(sort $(wildcard test/t/*.pl))
-PROVE_FLAGS += -I $(CURDIR)/test/perl $(if $(PROVE_JOBS),-j $(PROVE_JOBS))
+# (prove runs in srcdir: PGXS's prove_installcheck changes into it.)
+PROVE_TESTS = $(patsubst $(srcdir)/%,%,$(sort $(wildcard $(srcdir)/test/t/*.pl)))
+PROVE_FLAGS += -I $(abspath $(srcdir))/test/perl $(if $(PROVE_JOBS),-j $(PROVE_JOBS))
+
+# Out of the tree: the build directory's src/ and bin/ for the objects.
+ifdef VPATH
+$(OBJS) $(OBJS:.o=.bc): | fl-build-dirs
+.PHONY: fl-build-dirs
+fl-build-dirs:
+	@$(MKDIR_P) src bin
+endif
 
 # Helpers, benchmarks and tools each bring a fragment.
-include $(sort $(wildcard mk/*.mk))
+include $(sort $(wildcard $(srcdir)/mk/*.mk))
 
 .PHONY: format
 format:

@@ -35,7 +35,12 @@ fl_build() {
 		echo "$PG_BIN" >.fl-built-for
 	fi
 	make -s PG_CONFIG="$PG_BIN/pg_config" ${FL_COPT:+COPT="$FL_COPT"} >/dev/null
-	make -s PG_CONFIG="$PG_BIN/pg_config" install >/dev/null
+	# fencelock-run is linked into /usr/local for login shells (mk/fencelock-run.mk) only from a
+	# Debian-packaged server: a private build's links would outlive it.
+	case $PG_BIN in
+	/usr/lib/postgresql/*) make -s PG_CONFIG="$PG_BIN/pg_config" install >/dev/null ;;
+	*) make -s PG_CONFIG="$PG_BIN/pg_config" FENCELOCK_RUN_LINKDIR= install >/dev/null ;;
+	esac
 }
 
 # Run a command as the cluster's OS user (initdb refuses root).

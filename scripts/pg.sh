@@ -3,23 +3,29 @@
 # one PostgreSQL major.
 #
 #   bash scripts/pg.sh MAJOR       provide it (installing or building when missing), print its bindir
-#   . scripts/pg.sh; fl_pg MAJOR   the same from a script: sets PG_BIN instead of printing it
+#   . scripts/pg.sh; fl_pg MAJOR   the same from a script: sets PG_BIN (and FL_PG_ROOT) instead
 #
 # 15 is Debian 12's own packages (postgresql-15, postgresql-server-dev-15), installed when missing.
-# 17 and 18 are built from the upstream tarball inside Debian's source packages (trixie serves 17,
-# sid serves 18) into $FENCELOCK_PG_CACHE/pg-MAJOR (default /var/cache/fencelock/pg-MAJOR), once per
-# machine.  18-debug is the same source built as PostgreSQL's developers test: assertions on
-# (--enable-cassert: freed memory is clobbered, invariants checked), debug symbols, and
-# -DUSE_VALGRIND (memcheck learns about palloc's chunks; `make valgrind` runs the server under it).  A build counts only when its stamp file exists; the stamp is written after the installed
-# tree has been checked, so an interrupted or failed build is removed and redone, never used.  A
-# lock (flock) makes concurrent runs wait for one build instead of building twice.
-# Logs go to stderr (the build's full log to $FENCELOCK_PG_CACHE/pg-MAJOR.log).
+# 17 and 18 are Debian's own binary packages too, of the suite that has them (17: trixie, 18: sid),
+# installed into a Debian root of that suite made with debootstrap under
+# $FENCELOCK_PG_CACHE/root-SUITE (default /var/cache/fencelock/root-trixie, root-sid), once per
+# machine: fl_pg sets FL_PG_ROOT to the root and PG_BIN to the bindir inside it
+# (/usr/lib/postgresql/MAJOR/bin); fl_root_exec runs a command there.  bash scripts/pg.sh 17
+# prints ROOT:BINDIR.  18-debug is 18's upstream source (inside sid's source package) built as
+# PostgreSQL's developers test: assertions on (--enable-cassert: freed memory is clobbered,
+# invariants checked), debug symbols, and -DUSE_VALGRIND (memcheck learns about palloc's chunks;
+# `make valgrind` runs the server under it), into $FENCELOCK_PG_CACHE/pg-18-debug.
+# A root or a build counts only when its stamp file exists; the stamp is written after the
+# installed tree has been checked, so an interrupted or failed one is removed and redone, never
+# used.  A lock (flock) makes concurrent runs wait for one build instead of building twice.
+# Logs go to stderr (the full log to $FENCELOCK_PG_CACHE/pg-MAJOR.log or root-SUITE.log).
 
 FENCELOCK_PG_CACHE=${FENCELOCK_PG_CACHE:-/var/cache/fencelock}
 FL_PG_MAJORS="15 17 18"
 FL_PG_VARIANTS="18-debug" # builds that are not a major of their own (fl_pg accepts them too)
 
-# Which Debian suite serves the source package of a major built from source.
+# Which Debian suite serves a major newer than Debian 12's (its binary packages, and the source
+# package of a source build).
 fl_pg_suite() {
 	case ${1%-debug} in
 	17) echo trixie ;;
@@ -154,9 +160,134 @@ fl_pg_build() {
 	rm -rf "$src"
 }
 
-# fl_pg_bindir MAJOR: where the bindir of MAJOR is (or will be, once fl_pg has provided it).
+# ---- Debian roots (17 and 18 from Debian's binary packages) ----
+
+# What a root holds besides Debian's minimal base: the server and its PGXS tree, a compiler, and
+# what the TAP tests use (IPC::Run, pgbouncer).  MAJOR empty: a bare root (bookworm: the package
+# smoke test installs into copies of it).
+fl_root_packages() {
+	[ -n "$1" ] || return 0
+	echo "postgresql-$1 postgresql-server-dev-$1 libpq-dev build-essential perl libipc-run-perl pgbouncer"
+}
+
+fl_root_dir() { echo "$FENCELOCK_PG_CACHE/root-$1"; }
+
+# fl_root_exec ROOT [HOSTDIR:ROOTDIR ...] -- CMD...: run CMD chrooted into ROOT (as root), in a
+# mount and PID namespace of its own: a fresh /proc, the host's /dev (for /dev/shm, /dev/null and
+# /dev/urandom), a fresh tmpfs on /tmp, and each HOSTDIR bind-mounted on ROOTDIR.  Every mount
+# belongs to the namespace alone and vanishes when CMD ends, however it ends (kill -9 too), and so
+# does every process left inside (a server CMD started and did not stop): nothing is left to
+# unmount or kill afterwards, and nothing under ROOT stays mounted for a later `rm -rf`.
+# FL_ROOT_PIDFILE names a file to write the namespace's pid to (kill it to end everything inside).
+fl_root_exec() {
+	local root=$1 binds=() pid status=0
+	shift
+	while [ $# -gt 0 ] && [ "$1" != -- ]; do binds+=("$1"); shift; done
+	[ "${1:-}" = -- ] && shift
+	unshare --mount --pid --fork --kill-child --propagation private -- bash -c '
+		set -e
+		root=$1 n=$2
+		shift 2
+		mount -t proc proc "$root/proc"
+		mount --rbind /dev "$root/dev"
+		mount -t tmpfs -o mode=1777 tmpfs "$root/tmp"
+		while [ "$n" -gt 0 ]; do
+			mkdir -p "$root${1#*:}"
+			mount --bind "${1%%:*}" "$root${1#*:}"
+			shift
+			n=$((n - 1))
+		done
+		set +e
+		chroot "$root" /usr/bin/env -i PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin \
+			HOME=/root LANG=C.UTF-8 TERM=dumb "$@"
+	' fl-root "$root" "${#binds[@]}" "${binds[@]}" "$@" <&0 &
+	pid=$!
+	[ -z "${FL_ROOT_PIDFILE:-}" ] || echo "$pid" >"$FL_ROOT_PIDFILE"
+	wait "$pid" || status=$?
+	[ -z "${FL_ROOT_PIDFILE:-}" ] || rm -f "$FL_ROOT_PIDFILE"
+	return "$status"
+}
+
+# fl_root_verify SUITE MAJOR: the root is complete (its server and PGXS tree as fl_pg_verify asks).
+fl_root_verify() {
+	local root=$(fl_root_dir "$1") major=$2 f pgxs
+	[ -x "$root/bin/bash" ] && [ -x "$root/usr/bin/apt-get" ] || return 1
+	[ -n "$major" ] || return 0
+	pgxs=$root/usr/lib/postgresql/$major/lib/pgxs
+	for f in src/makefiles/pgxs.mk src/test/regress/pg_regress src/test/isolation/pg_isolation_regress \
+		src/test/isolation/isolationtester src/test/perl/PostgreSQL/Test/Cluster.pm; do
+		[ -e "$pgxs/$f" ] || { echo "missing $pgxs/$f" >&2; return 1; }
+	done
+	for f in initdb pg_ctl psql pg_dump pg_basebackup pg_config postgres; do
+		[ -x "$root/usr/lib/postgresql/$major/bin/$f" ] || { echo "missing $f in $root" >&2; return 1; }
+	done
+	[ -e "$root/usr/share/postgresql/$major/extension/dblink.control" ] || { echo "missing dblink in $root" >&2; return 1; }
+	[ -x "$root/usr/sbin/pgbouncer" ] && [ -e "$root/usr/share/perl5/IPC/Run.pm" ] || { echo "missing pgbouncer or IPC::Run in $root" >&2; return 1; }
+	fl_root_exec "$root" -- /usr/lib/postgresql/"$major"/bin/postgres --version | grep -q "(PostgreSQL) $major\." ||
+		{ echo "postgres in $root does not run or is not $major" >&2; return 1; }
+}
+
+# fl_root_build SUITE MAJOR: debootstrap SUITE into its root, then install MAJOR's packages there.
+fl_root_build() {
+	local suite=$1 major=$2 root log
+	root=$(fl_root_dir "$suite")
+	log=$FENCELOCK_PG_CACHE/root-$suite.log
+	fl_pg_apt_install debootstrap || return 1
+	fl_pg_log "$suite: debootstrap into $root (log $log)"
+	# debootstrap mounts /proc and /sys inside the root while it works: in a mount namespace of
+	# its own, so an interrupted run leaves nothing mounted under the root.
+	unshare --mount --propagation private -- debootstrap --variant=minbase "$suite" "$root" \
+		"$(fl_pg_mirror)" >"$log" 2>&1 || { tail -20 "$log" >&2; return 1; }
+	# Nothing starts services in the root, the packages create no cluster of their own, and sid's
+	# Release file may have passed its Valid-Until date (the archive snapshot this machine sees).
+	printf '#!/bin/sh\nexit 101\n' >"$root/usr/sbin/policy-rc.d"
+	chmod 755 "$root/usr/sbin/policy-rc.d"
+	mkdir -p "$root/etc/postgresql-common"
+	echo 'create_main_cluster = false' >"$root/etc/postgresql-common/createcluster.conf"
+	cat >"$root/etc/apt/apt.conf.d/99fencelock" <<-'EOC'
+		// Written by fencelock's scripts/pg.sh.
+		Acquire::Check-Valid-Until "false";
+		APT::Install-Recommends "false";
+		APT::Install-Suggests "false";
+	EOC
+	[ -n "$major" ] || return 0
+	fl_pg_log "$suite: installing $(fl_root_packages "$major") into $root"
+	fl_root_exec "$root" -- bash -c "apt-get update -qq && DEBIAN_FRONTEND=noninteractive \
+		apt-get install -y -qq $(fl_root_packages "$major") && apt-get clean" >>"$log" 2>&1 ||
+		{ tail -20 "$log" >&2; return 1; }
+}
+
+# fl_root SUITE [MAJOR]: provide the root of SUITE (with MAJOR's packages); sets FL_PG_ROOT.
+fl_root() {
+	local suite=$1 major=${2:-} root stamp
+	root=$(fl_root_dir "$suite")
+	stamp=$root.ok
+	if [ ! -f "$stamp" ]; then
+		mkdir -p "$FENCELOCK_PG_CACHE" || return 1
+		(
+			# One build at a time per root; a run that waited finds the stamp and uses that root.
+			flock 9
+			[ -f "$stamp" ] && exit 0
+			if [ -e "$root" ]; then
+				fl_pg_log "$suite: removing incomplete root $root"
+				# Never through a mount point into the host's /dev or /proc.
+				rm -rf --one-file-system "$root"
+			fi
+			t=$SECONDS
+			fl_root_build "$suite" "$major" && fl_root_verify "$suite" "$major" &&
+				echo "$suite ${major:+postgresql-$major }built in $((SECONDS - t)) s" >"$stamp"
+			status=$?
+			[ "$status" -eq 0 ] || rm -rf --one-file-system "$root"
+			exit "$status"
+		) 9>"$root.lock" || return
+	fi
+	FL_PG_ROOT=$root
+}
+
+# fl_pg_bindir MAJOR: where the bindir of MAJOR is (or will be, once fl_pg has provided it); for
+# 17 and 18, inside their root.
 fl_pg_bindir() {
-	if [ "$1" = 15 ]; then
+	if [ "$1" = 15 ] || [ "$1" = 17 ] || [ "$1" = 18 ]; then
 		echo "/usr/lib/postgresql/$1/bin"
 	else
 		echo "$FENCELOCK_PG_CACHE/pg-$1/bin"
@@ -173,8 +304,14 @@ fl_pg() {
 		return 1
 		;;
 	esac
+	FL_PG_ROOT=
 	if [ "$major" = 15 ]; then
 		fl_pg_apt_install "postgresql-$major" "postgresql-server-dev-$major" || return 1
+		PG_BIN=$(fl_pg_bindir "$major")
+		return 0
+	fi
+	if [ "$major" = 17 ] || [ "$major" = 18 ]; then
+		fl_root "$(fl_pg_suite "$major")" "$major" || return 1
 		PG_BIN=$(fl_pg_bindir "$major")
 		return 0
 	fi
@@ -202,5 +339,5 @@ if [ "${BASH_SOURCE[0]}" = "$0" ]; then
 	set -euo pipefail
 	[ $# -eq 1 ] || { echo "usage: $0 MAJOR   (one of: $FL_PG_MAJORS $FL_PG_VARIANTS)" >&2; exit 2; }
 	fl_pg "$1"
-	echo "$PG_BIN"
+	echo "${FL_PG_ROOT:+$FL_PG_ROOT:}$PG_BIN"
 fi

@@ -2,12 +2,12 @@
 # Run the whole test suite on every supported PostgreSQL major: regression (pg_regress),
 # concurrency (isolation tester), crash, failover, dump/restore, pgbouncer and tool tests (TAP),
 # and a short chaos run.  Installs what it needs, provides each major (scripts/pg.sh: Debian's 15,
-# cached source builds of 17 and 18, and 18-debug: 18 with assertions on), builds fencelock with
-# -Werror against each, and starts a throwaway cluster per major as the postgres user.  Exit
-# status 0 only when every suite passed.
+# Debian's binary packages of 17 and 18 in cached Debian roots, and 18-debug: 18's source built
+# with assertions on), builds fencelock with -Werror against each, and starts a throwaway cluster
+# per major as the postgres user (17 and 18: all of it chrooted into their root, scripts/pg.sh's
+# fl_root_exec).  Exit status 0 only when every suite passed.
 #
-#   bash scripts/test.sh                  the matrix: 15, 18 and 18-debug everything, 17 regress +
-#                                         isolation
+#   bash scripts/test.sh                  the matrix: 15, 17, 18 and 18-debug, every suite
 #   bash scripts/test.sh --pg 18          one major (all its suites); --pg 15,18 for several;
 #                                         --pg all the matrix (also with PG_BIN)
 #   bash scripts/test.sh --suites regress,isolation [--pg ...]   only these suites
@@ -23,15 +23,14 @@ cd "$(dirname "$0")/.."
 . scripts/lib.sh
 
 usage() {
-	sed -n '9,15p' "$0" | sed 's/^# //' >&2
+	sed -n '10,16p' "$0" | sed 's/^# //' >&2
 	exit 2
 }
 
-# The suites each major runs (17: regression and isolation, as the matrix promises).
+# The suites each major runs.
 fl_suites_of() {
 	case $1 in
-	17) echo "regress isolation" ;;
-	15) echo "regress isolation tap chaos clients patroni" ;;
+	15) echo "regress isolation tap chaos clients patroni docs package" ;;
 	*) echo "regress isolation tap chaos" ;;
 	esac
 }
@@ -63,16 +62,21 @@ fi
 
 fl_deps_common
 START=$SECONDS
-work=$(mktemp -d /tmp/fencelock-test.XXXXXX)
+# (FENCELOCK_WORK_PARENT: where a run inside a Debian root keeps its work, a directory of the
+# run outside that is bind-mounted into the root.)
+work=$(mktemp -d "${FENCELOCK_WORK_PARENT:-/tmp}/fencelock-test.XXXXXX")
 chmod 755 "$work"
 pids=()
 cleanup() {
-	local m
+	local m f
 	for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done
+	# A run inside a root: ending its namespace ends every process in it and every mount.
+	for f in "$work"/pg*/ns.pid; do [ ! -f "$f" ] || kill "$(cat "$f")" 2>/dev/null || true; done
 	for m in "${majors[@]}"; do fl_cluster_stop "$work/pg$m/pg"; done
-	[ -n "${KEEP:-}" ] || rm -rf "$work"
+	[ -n "${KEEP:-}" ] || rm -rf --one-file-system "$work"
 }
 trap cleanup EXIT
+trap 'exit 130' INT TERM HUP
 
 # Durations as 1m05s.
 fl_dur() { printf '%dm%02ds' $(($1 / 60)) $(($1 % 60)); }
@@ -80,7 +84,7 @@ fl_dur() { printf '%dm%02ds' $(($1 / 60)) $(($1 % 60)); }
 # Provide every major first (a source build takes both cores; the suites should not share them
 # with it).  A major the archive does not serve is skipped when it came from the default matrix,
 # loudly, and fails the run when it was asked for.
-declare -A bin
+declare -A bin root
 run=()
 skipped=()
 unprovided=()
@@ -102,6 +106,7 @@ for m in "${majors[@]}"; do
 			continue
 		fi
 		bin[$m]=$PG_BIN
+		root[$m]=$FL_PG_ROOT
 	fi
 	run+=("$m")
 	[ $((SECONDS - t)) -lt 5 ] || echo "== pg $m provided in $(fl_dur $((SECONDS - t)))"
@@ -154,8 +159,12 @@ run_major() {
 	echo "== pg $major: $("$PG_BIN/pg_config" --version) ($PG_BIN); suites: $4"
 	# Build in a copy of the tree of our own (objects are per major), warnings are errors.
 	t=$SECONDS
+	# (the path part below must see this run's link, not one an earlier run left)
+	case $PG_BIN in /usr/lib/postgresql/*) rm -f /usr/local/bin/fencelock-run ;; esac
 	mkdir -p "$tree"
-	git ls-files -z --cached --others --exclude-standard | xargs -0 cp -d --parents -t "$tree" ||
+	# (no git inside a Debian root: there the tree is a copy run_major_root made with git)
+	{ command -v git >/dev/null && git ls-files -z --cached --others --exclude-standard |
+		xargs -0 cp -d --parents -t "$tree"; } 2>/dev/null ||
 		{ rm -rf "$tree" && cp -a . "$tree" && make -s -C "$tree" PG_CONFIG="$PG_BIN/pg_config" clean; }
 	if (cd "$tree" && FL_COPT=-Werror fl_build) >"$dir/build.log" 2>&1; then
 		parts+=("build $(fl_dur $((SECONDS - t)))")
@@ -172,10 +181,43 @@ run_major() {
 	perl scripts/check-house.pl "$tree" >"$dir/house.log" 2>&1 || hs=$?
 	cat "$dir/house.log"
 	tally house "$hs" $((hs == 0)) $((hs != 0)) $((SECONDS - t)) "$dir/house.log"
+	# make install left fencelock-run and its man page where a login shell finds them (a
+	# Debian-packaged server's bindir is on no login PATH: mk/fencelock-run.mk links them).
+	case $PG_BIN in
+	/usr/lib/postgresql/*)
+		t=$SECONDS
+		local ps=0 found
+		found=$(fl_as_pg bash -lc 'command -v fencelock-run' 2>&1) || ps=1
+		{
+			echo "login shell finds: ${found:-nothing}"
+			[ "$(readlink -f "$found")" = "$(readlink -f "$PG_BIN/fencelock-run")" ] || ps=1
+			fl_as_pg bash -lc 'fencelock-run --version' || ps=1
+			[ -e /usr/local/share/man/man1/fencelock-run.1 ] || { echo "no man page in /usr/local/share/man/man1"; ps=1; }
+		} >"$dir/path.log" 2>&1
+		cat "$dir/path.log"
+		tally path "$ps" $((ps == 0)) $((ps != 0)) $((SECONDS - t)) "$dir/path.log"
+		;;
+	esac
 	[ "$(id -u)" -ne 0 ] || chown -R postgres: "$dir"
 	fl_cluster_start "$dir/pg" "$port"
 
 	local ok_re='\.\.\. ok|^ok [0-9]+ ' bad_re='\.\.\. FAILED|failed \(ignored\)|^not ok [0-9]+ '
+	# The Debian packages (make deb, installed into a fresh bookworm root: scripts/test-package.sh)
+	# need no cluster of ours and mostly wait for dpkg and apt: they run beside the other parts.
+	local package_pid= package_t=$SECONDS
+	case " $4 " in
+	*" package "*)
+		echo "== pg $major package (beside the other parts)"
+		(
+			t=$SECONDS
+			s=0
+			(cd "$tree" && bash scripts/test-package.sh) >"$dir/package.log" 2>&1 || s=$?
+			echo $((SECONDS - t)) >"$dir/package.time"
+			exit "$s"
+		) &
+		package_pid=$!
+		;;
+	esac
 	for s in $4; do
 		case $s in
 		# pg_regress: "test x ... ok" up to 15, "ok 1 - x" (TAP style) from 16
@@ -222,24 +264,85 @@ run_major() {
 			[ "$status" -eq 0 ] || [ "$bad" -gt 0 ] || bad=1
 			tally clients "$status" "$ok" "$bad" $((SECONDS - t)) "$dir/clients.log"
 			;;
+		docs)
+			# Every ```sql block of README.md and doc/*.md against what the text states
+			# (scripts/doc-test.pl; its conventions: doc/testing.md, "The doc-test").
+			echo "== pg $major docs"
+			local status=0 ok bad
+			t=$SECONDS
+			fl_as_pg perl "$tree/scripts/doc-test.pl" >"$dir/docs.log" 2>&1 || status=$?
+			cat "$dir/docs.log"
+			ok=$(grep -E '^ok [0-9]+ ' "$dir/docs.log" | grep -vc '# skip' || true)
+			bad=$(grep -cE '^not ok [0-9]+ ' "$dir/docs.log" || true)
+			[ "$status" -eq 0 ] || [ "$bad" -gt 0 ] || bad=1
+			tally docs "$status" "$ok" "$bad" $((SECONDS - t)) "$dir/docs.log"
+			;;
 		esac
 	done
+	if [ -n "$package_pid" ]; then
+		local status=0 ok bad
+		wait "$package_pid" || status=$?
+		cat "$dir/package.log"
+		ok=$(grep -cE '^ok [0-9]+ ' "$dir/package.log" || true)
+		bad=$(grep -cE '^not ok [0-9]+ ' "$dir/package.log" || true)
+		[ "$status" -eq 0 ] || [ "$bad" -gt 0 ] || bad=1
+		tally package "$status" "$ok" "$bad" "$(cat "$dir/package.time" 2>/dev/null || echo $((SECONDS - package_t)))" "$dir/package.log"
+	fi
 	fl_cluster_stop "$dir/pg"
 	finish
 }
 
+# run_major_root MAJOR ROOT PORT SUITES: this script once more, inside the Debian root ROOT
+# (chrooted, scripts/pg.sh's fl_root_exec) with the major's server there as PG_BIN, on a copy of
+# the tree; the copy and the inner run's work live in $work/pgMAJOR, bind-mounted on /tmp/fl,
+# and the inner run leaves result, parts and failures there as run_major does.
+run_major_root() {
+	local major=$1 rootdir=$2 port=$3 dir=$work/pg$1 status=0
+	mkdir -p "$dir/src"
+	git ls-files -z --cached --others --exclude-standard | xargs -0 cp -d --parents -t "$dir/src" ||
+		{ rm -rf "$dir/src" && cp -a . "$dir/src" && rm -f "$dir/src/.fl-built-for"; }
+	echo "== pg $major: inside $rootdir (Debian's postgresql-$major)"
+	FL_ROOT_PIDFILE=$dir/ns.pid fl_root_exec "$rootdir" "$dir:/tmp/fl" "$PG_TEST_PORT_DIR:$PG_TEST_PORT_DIR" -- \
+		env PG_BIN="/usr/lib/postgresql/$major/bin" FENCELOCK_TEST_PORT="$port" \
+		FENCELOCK_WORK_PARENT=/tmp/fl FENCELOCK_INNER_OUT=/tmp/fl PG_TEST_PORT_DIR="$PG_TEST_PORT_DIR" \
+		${FENCELOCK_PROVE_JOBS:+FENCELOCK_PROVE_JOBS=$FENCELOCK_PROVE_JOBS} ${KEEP:+KEEP=1} \
+		bash /tmp/fl/src/scripts/test.sh --suites "${4// /,}" 2>&1 || status=$?
+	[ -f "$dir/result" ] || echo "0 1 ?" >"$dir/result"
+	[ -f "$dir/failures" ] || echo "pg $major (inside $rootdir: no result; exit status $status)" >"$dir/failures"
+	sed -i "s#/tmp/fl/#$dir/#g" "$dir/failures"
+}
+
+# Progress lines go to stdout; inside a root, to the outer run's progress (its fd 3, inherited).
+progress_fd=1
+[ -z "${FENCELOCK_INNER_OUT:-}" ] || ! { true >&3; } 2>/dev/null || progress_fd=3
 i=0
 for m in "${run[@]}"; do
 	suites=${only_suites:-$(fl_suites_of "$m")}
 	mkdir -p "$work/pg$m"
-	echo "-- pg $m: running $suites"
-	run_major "$m" "${bin[$m]}" $((${FENCELOCK_TEST_PORT:-54321} + i)) "$suites" 3>&1 >"$work/pg$m/out" 2>&1 &
+	[ -n "${FENCELOCK_INNER_OUT:-}" ] || echo "-- pg $m: running $suites"
+	if [ -n "${root[$m]:-}" ]; then
+		run_major_root "$m" "${root[$m]}" $((${FENCELOCK_TEST_PORT:-54321} + i)) "$suites" 3>&1 >"$work/pg$m/out" 2>&1 &
+	else
+		run_major "$m" "${bin[$m]}" $((${FENCELOCK_TEST_PORT:-54321} + i)) "$suites" 3>&"$progress_fd" >"$work/pg$m/out" 2>&1 &
+	fi
 	pids+=($!)
 	i=$((i + 1))
 done
 wait "${pids[@]}" || true
 pids=()
-echo "-- every major finished; their logs in full:"
+[ -n "${FENCELOCK_INNER_OUT:-}" ] || echo "-- every major finished; their logs in full:"
+
+# Inside a Debian root (run_major_root): hand the counts to the run outside, which reports them.
+if [ -n "${FENCELOCK_INNER_OUT:-}" ]; then
+	for m in "${run[@]}"; do
+		cat "$work/pg$m/out"
+		for f in result parts failures; do
+			[ ! -f "$work/pg$m/$f" ] || cp "$work/pg$m/$f" "$FENCELOCK_INNER_OUT/$f"
+		done
+		[ ! -s "$work/pg$m/failures" ] || KEEP=1
+	done
+	exit 0
+fi
 
 passed=0
 failed=0

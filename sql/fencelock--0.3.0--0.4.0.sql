@@ -113,3 +113,52 @@ RETURNS pg_catalog.void
 AS 'MODULE_PATHNAME', 'fencelock_resource_stats_reset'
 LANGUAGE C VOLATILE;
 REVOKE EXECUTE ON FUNCTION fencelock.resource_stats_reset() FROM PUBLIC;
+-- == acquire(resource, owner, ttl, session => true) without wait (issue 24) ==
+-- One function for every form of acquire: wait defaults to '0' (one try), session to false; an
+-- explicit NULL for either is still an error (22004), as before.  No
+-- overload could add the form: one with a boolean fourth parameter makes
+-- acquire(r, o, ttl, '5 seconds') ambiguous, and defaults on the waiting one make
+-- acquire(r, o, ttl) ambiguous.  The three overloads it replaces hand it their privileges (those
+-- of the one-try form; the update refuses to guess when the three differ).
+DO $fl$
+DECLARE
+    acl pg_catalog.aclitem[];
+    a record;
+BEGIN
+    IF (SELECT pg_catalog.count(DISTINCT COALESCE(p.proacl::pg_catalog.text, ''))
+          FROM pg_catalog.pg_proc p
+         WHERE p.pronamespace OPERATOR(pg_catalog.=) 'fencelock'::pg_catalog.regnamespace
+           AND p.proname OPERATOR(pg_catalog.=) 'acquire') OPERATOR(pg_catalog.>) 1 THEN
+        RAISE EXCEPTION 'the three fencelock.acquire functions have different privileges'
+            USING ERRCODE = '55000',
+                  HINT = 'Grant or revoke EXECUTE on all three alike, then update: 0.4.0 has one acquire function.';
+    END IF;
+    SELECT p.proacl INTO acl FROM pg_catalog.pg_proc p
+     WHERE p.oid OPERATOR(pg_catalog.=)
+           'fencelock.acquire(pg_catalog.text, pg_catalog.text, pg_catalog.interval)'::pg_catalog.regprocedure;
+    DROP FUNCTION fencelock.acquire(pg_catalog.text, pg_catalog.text, pg_catalog.interval);
+    DROP FUNCTION fencelock.acquire(pg_catalog.text, pg_catalog.text, pg_catalog.interval,
+                                    pg_catalog.interval);
+    DROP FUNCTION fencelock.acquire(pg_catalog.text, pg_catalog.text, pg_catalog.interval,
+                                    pg_catalog.interval, pg_catalog.bool);
+    CREATE FUNCTION fencelock.acquire(resource pg_catalog.text, owner pg_catalog.text,
+                                      ttl pg_catalog.interval DEFAULT fencelock.default_ttl(),
+                                      wait pg_catalog.interval DEFAULT '0',
+                                      session pg_catalog.bool DEFAULT false)
+    RETURNS pg_catalog.int8
+    AS 'MODULE_PATHNAME', 'fencelock_acquire_0_4'
+    LANGUAGE C VOLATILE;
+    IF acl IS NOT NULL THEN
+        REVOKE ALL ON FUNCTION fencelock.acquire(pg_catalog.text, pg_catalog.text,
+            pg_catalog.interval, pg_catalog.interval, pg_catalog.bool) FROM PUBLIC;
+        FOR a IN SELECT e.grantee, e.is_grantable FROM pg_catalog.aclexplode(acl) e
+                  WHERE e.privilege_type OPERATOR(pg_catalog.=) 'EXECUTE' LOOP
+            EXECUTE pg_catalog.format('GRANT EXECUTE ON FUNCTION fencelock.acquire(pg_catalog.text, '
+                'pg_catalog.text, pg_catalog.interval, pg_catalog.interval, pg_catalog.bool) TO %s%s',
+                CASE WHEN a.grantee OPERATOR(pg_catalog.=) 0 THEN 'PUBLIC'
+                     ELSE a.grantee::pg_catalog.regrole::pg_catalog.text END,
+                CASE WHEN a.is_grantable THEN ' WITH GRANT OPTION' ELSE '' END);
+        END LOOP;
+    END IF;
+END
+$fl$;

@@ -124,7 +124,8 @@ fl_count_grant(text *resource, const FlGrant *g)
 	}
 }
 
-static Datum
+/* acquire(resource, owner, ttl): one try; also 0.4.0's acquire without wait and session (wait.c) */
+Datum
 fl_acquire_sql(FunctionCallInfo fcinfo, FlApi api)
 {
 	text *resource = fl_arg_resource(fcinfo, 0);

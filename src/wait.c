@@ -35,10 +35,12 @@
 #include "utils/array.h"
 #include "utils/builtins.h"
 #include "utils/memutils.h"
+#include "utils/timestamp.h"
 #include "waitqueue.h"
 
 PG_FUNCTION_INFO_V1(fencelock_acquire_wait);
 PG_FUNCTION_INFO_V1(fencelock_acquire_session);
+PG_FUNCTION_INFO_V1(fencelock_acquire_0_4);
 PG_FUNCTION_INFO_V1(fencelock_acquire_all);
 PG_FUNCTION_INFO_V1(fencelock_release_all);
 
@@ -366,6 +368,31 @@ fencelock_acquire_session(PG_FUNCTION_ARGS)
 {
 	fl_arg_not_null(fcinfo, 4, "session",
 					"Pass true to bind the lease to this session, false not to.");
+	return fl_acquire_wait_sql(fcinfo, PG_GETARG_BOOL(4));
+}
+
+/*
+ * acquire(resource, owner [, ttl] [, wait] [, session]) as 0.4.0 installs it: one function for
+ * every form, wait defaulting to '0' and session to false.  Separate overloads cannot offer
+ * acquire(r, o, ttl, session => true): PostgreSQL could then not choose between a boolean and an
+ * interval fourth parameter for acquire(r, o, ttl, '5 seconds').  An explicit NULL wait or
+ * session is refused, as before.  With the defaults (wait zero, no session) it is the one-try
+ * acquire, on its own path: the answers, counts and rows are those of a waiting acquire with
+ * wait => '0' (one round, no queue, any isolation level), without its subtransaction.
+ */
+Datum
+fencelock_acquire_0_4(PG_FUNCTION_ARGS)
+{
+	Interval *wait;
+
+	fl_arg_not_null(fcinfo, 4, "session",
+					"Pass true to bind the lease to this session, false not to.");
+	if (!PG_ARGISNULL(3) && !PG_GETARG_BOOL(4))
+	{
+		wait = PG_GETARG_INTERVAL_P(3);
+		if (wait->time == 0 && wait->day == 0 && wait->month == 0)
+			return fl_acquire_sql(fcinfo, FL_API_0_2);
+	}
 	return fl_acquire_wait_sql(fcinfo, PG_GETARG_BOOL(4));
 }
 

@@ -11,8 +11,10 @@ SELECT current_database() AS regress_db \gset
 -- Fences from 1, whatever the tests before left.
 TRUNCATE fencelock.lease, fencelock.fence_floor, fencelock.history;
 
--- The replay (diff_step), in a file of its own: the same in every database below.
-\i test/sql/include/lease_rule_diff_step.sql
+-- The replay (diff_step), in a file of its own: the same in every database below.  (Found
+-- through pg_regress's input directory: a build out of the tree runs psql elsewhere.)
+\getenv abs_srcdir PG_ABS_SRCDIR
+\i :abs_srcdir/sql/include/lease_rule_diff_step.sql
 
 -- == As installed, READ COMMITTED ==
 SET fencelock.history = on;
@@ -128,7 +130,7 @@ CREATE DATABASE fencelock_rule_010;
 CREATE DATABASE fencelock_rule_020;
 \c fencelock_rule_010
 CREATE EXTENSION fencelock VERSION '0.1.0';
-\i test/sql/include/lease_rule_diff_step.sql
+\i :abs_srcdir/sql/include/lease_rule_diff_step.sql
 SELECT * FROM diff_step($$fencelock.acquire(%1$L || 'a', 'alice', '300ms')$$);
 SELECT * FROM diff_step($$fencelock.acquire(%1$L || 'a', 'alice', '300ms')$$);
 SELECT * FROM diff_step($$fencelock.acquire(%1$L || 'a', 'bob', '300ms')$$);
@@ -142,7 +144,7 @@ SELECT * FROM diff_step($$fencelock.acquire(%1$L || 'a', 'bob', '300ms')$$);
 \c fencelock_rule_020
 CREATE EXTENSION fencelock VERSION '0.1.0';
 ALTER EXTENSION fencelock UPDATE TO '0.2.0';
-\i test/sql/include/lease_rule_diff_step.sql
+\i :abs_srcdir/sql/include/lease_rule_diff_step.sql
 SET fencelock.history = on;
 SELECT * FROM diff_step($$fencelock.acquire(%1$L || 'a', 'alice', '300ms')$$);
 SELECT * FROM diff_step($$fencelock.acquire(%1$L || 'a', 'bob', '300ms')$$);
