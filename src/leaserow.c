@@ -680,3 +680,42 @@ fl_lease_table_has_sessions(void)
 	}
 	return layout.att[COL_SESSION_ID] != InvalidAttrNumber;
 }
+
+/*
+ * Whether another transaction is inserting or deleting RESOURCE's row right now: the row a
+ * try-once grant's INSERT ... ON CONFLICT would wait for (INSERT has no NOWAIT).  A dirty
+ * snapshot sees such a version and names its transaction; a row whose insert committed is not
+ * in progress.  False where the table is not laid out for the lookup (the insert then waits its
+ * 1 ms at most).
+ */
+bool
+fl_lease_row_in_progress(text *resource)
+{
+	SnapshotData dirty;
+	Relation rel;
+	Relation idx;
+	TupleTableSlot *slot;
+	bool busy = false;
+
+	if (IsInParallelMode())
+		return false;
+	rel = table_open(fl_lease_relid(), AccessShareLock);
+	layout_current(rel);
+	if (!layout.readable)
+	{
+		table_close(rel, AccessShareLock);
+		return false;
+	}
+	idx = index_open(layout.pkid, AccessShareLock);
+	slot = table_slot_create(rel, NULL);
+	InitDirtySnapshot(dirty);
+	if (row_fetch(rel, idx, &dirty, resource, slot))
+		busy =
+			(TransactionIdIsValid(dirty.xmin) &&
+			 !TransactionIdIsCurrentTransactionId(dirty.xmin)) ||
+			(TransactionIdIsValid(dirty.xmax) && !TransactionIdIsCurrentTransactionId(dirty.xmax));
+	ExecDropSingleTupleTableSlot(slot);
+	index_close(idx, AccessShareLock);
+	table_close(rel, AccessShareLock);
+	return busy;
+}

@@ -76,6 +76,9 @@ extern bool fl_lease_row_owner_is(const FlLeaseRow *row, text *owner);
 extern bool fl_lease_row_lock_share(text *resource, bool *found, int64 *fence, NameData *holder,
 									bool *holder_null, TimestampTz *acquired_at);
 
+/* Whether another transaction is inserting or deleting RESOURCE's row now (a try-once grant). */
+extern bool fl_lease_row_in_progress(text *resource);
+
 /* Whether this database's lease table has session_id (0.3.0 on): the grant's statements differ. */
 extern bool fl_lease_table_has_sessions(void);
 

@@ -533,8 +533,9 @@ grant_result(FlApi api, FlGrant *g)
 /*
  * The statement path's attempt: the update, or the insert of a resource's first row.  NOWAIT
  * (a try-once grant): the update locks NOWAIT; a row that exists but was not granted is busy
- * without an insert (whose ON CONFLICT would wait for a change in progress); an insert that meets
- * another transaction's uncommitted first row waits 1 ms at most (INSERT has no NOWAIT).
+ * without an insert (whose ON CONFLICT would wait for a change in progress), and so is a first
+ * row another transaction is inserting (fl_lease_row_in_progress); an insert that meets one begun
+ * since that look waits 1 ms at most (INSERT has no NOWAIT).
  */
 static bool
 grant_by_statement(int v, bool update, bool nowait, Datum *values, const char *nulls, bool *busy,
@@ -552,7 +553,15 @@ grant_by_statement(int v, bool update, bool nowait, Datum *values, const char *n
 	if (*busy)
 		return false;
 
-	/* No grantable row: either none exists yet, or another owner holds the lease. */
+	/*
+	 * No grantable row: either none exists yet, or another owner holds the lease.  A try-once
+	 * grant does not insert behind another transaction's first row still in progress: busy.
+	 */
+	if (nowait && fl_lease_row_in_progress(DatumGetTextPP(values[0])))
+	{
+		*busy = true;
+		return false;
+	}
 	values[4] = Int64GetDatum(base + 1);
 	granted = nowait ? fl_run_nowait(&grant_insert[v], values, nulls, 1, busy)
 					 : fl_run(&grant_insert[v], values, nulls, false) == 1;
