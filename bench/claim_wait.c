@@ -11,6 +11,8 @@
  * notification, at most 1 s), note the moment the claim returned, and complete the job.  Prints one line:
  * jobs, median, p90, p99 and max latency in ms, and the claims that returned no row.
  */
+#define BENCH_NAME "claim_wait"
+#include "client.h"
 #include <libpq-fe.h>
 #include <sys/select.h>
 #include <pthread.h>
@@ -30,41 +32,6 @@ static double *t_commit;
 static double *t_claim;
 static atomic_int done;
 static atomic_long empty_claims;
-
-static double
-now_ms(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return ts.tv_sec * 1e3 + ts.tv_nsec / 1e6;
-}
-
-static PGconn *
-connect_or_die(void)
-{
-	PGconn *c = PQconnectdb("");
-
-	if (PQstatus(c) != CONNECTION_OK)
-	{
-		fprintf(stderr, "claim_wait: %s", PQerrorMessage(c));
-		exit(1);
-	}
-	return c;
-}
-
-static PGresult *
-exec_or_die(PGconn *c, const char *sql, int n, const char *const *params)
-{
-	PGresult *r = PQexecParams(c, sql, n, NULL, params, NULL, NULL, 0);
-
-	if (PQresultStatus(r) != PGRES_TUPLES_OK && PQresultStatus(r) != PGRES_COMMAND_OK)
-	{
-		fprintf(stderr, "claim_wait: %s: %s", sql, PQerrorMessage(c));
-		exit(1);
-	}
-	return r;
-}
 
 static void *
 worker(void *arg)
@@ -131,14 +98,6 @@ worker(void *arg)
 	return NULL;
 }
 
-static int
-cmp(const void *a, const void *b)
-{
-	double x = *(const double *) a, y = *(const double *) b;
-
-	return x < y ? -1 : x > y;
-}
-
 int
 main(int argc, char **argv)
 {
@@ -197,7 +156,7 @@ main(int argc, char **argv)
 		pthread_join(th[i], NULL);
 	for (int k = 1; k <= njobs; k++)
 		lat[k - 1] = t_claim[k] - t_commit[k];
-	qsort(lat, njobs, sizeof(double), cmp);
+	qsort(lat, njobs, sizeof(double), cmp_double);
 	printf("jobs=%d median=%.2f p90=%.2f p99=%.2f max=%.2f empty_claims=%ld\n", njobs,
 		   lat[njobs / 2], lat[njobs * 9 / 10], lat[njobs * 99 / 100], lat[njobs - 1],
 		   atomic_load(&empty_claims));

@@ -15,6 +15,8 @@
  * grant's return minus the previous lease's expires_at (grants ordered by the server's clock).
  * Prints one line: hand-offs, p50, p90, p99 and max latency in ms.
  */
+#define BENCH_NAME "handoff"
+#include "client.h"
 #include <libpq-fe.h>
 #include <pthread.h>
 #include <stdatomic.h>
@@ -33,42 +35,6 @@ static double *t_grant;   /* [g]: when grant g returned (client clock; expiry: s
 static double *t_expires; /* expiry: [g], grant g's expires_at (server clock) */
 static atomic_int grants;
 
-static double
-now_ms(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return ts.tv_sec * 1e3 + ts.tv_nsec / 1e6;
-}
-
-static PGconn *
-connect_or_die(void)
-{
-	PGconn *c = PQconnectdb("");
-
-	if (PQstatus(c) != CONNECTION_OK)
-	{
-		fprintf(stderr, "handoff: %s", PQerrorMessage(c));
-		exit(1);
-	}
-	return c;
-}
-
-static PGresult *
-exec_or_die(PGconn *c, const char *sql, int n, const char *const *params)
-{
-	PGresult *r = PQexecParams(c, sql, n, NULL, params, NULL, NULL, 0);
-
-	if (PQresultStatus(r) != PGRES_TUPLES_OK && PQresultStatus(r) != PGRES_COMMAND_OK)
-	{
-		fprintf(stderr, "handoff: %s: %s", sql, PQerrorMessage(c));
-		exit(1);
-	}
-	return r;
-}
-
-/* autocommit, xact: take the lease, wait for the other to queue, release; again. */
 static void *
 turn_taker(void *arg)
 {
@@ -167,14 +133,6 @@ chain_link(void *arg)
 	}
 	PQfinish(c);
 	return NULL;
-}
-
-static int
-cmp_double(const void *a, const void *b)
-{
-	double x = *(const double *) a, y = *(const double *) b;
-
-	return (x > y) - (x < y);
 }
 
 int
