@@ -172,6 +172,21 @@ def wait_replica_has(replica, fence, timeout=30):
     return False
 
 
+def renewed_on(name, timeout=25):
+    """Whether fencelock-run's lease on the node was renewed there (its deadline 20 s ahead)."""
+    end = time.time() + timeout
+    while time.time() < end:
+        try:
+            with connect(name) as c:
+                if one(c, "SELECT expires_at > now() + interval '20 seconds' FROM fencelock.lease "
+                          "WHERE resource = 'run-job' AND owner = 'runner'"):
+                    return True
+        except Exception:
+            pass
+        time.sleep(0.5)
+    return False
+
+
 def max_fence(conn):
     return one(conn, "SELECT coalesce(max(fence), 0) FROM fencelock.lease")
 
@@ -272,18 +287,7 @@ def main():
             check(one(c, "SELECT state FROM orders WHERE id = 'o-1'") == "new",
                   "the row holds the new holder's write")
             before = max_fence(c)
-        end = time.time() + 25
-        kept = False
-        while time.time() < end and not kept:
-            try:
-                with connect(new) as c:
-                    kept = one(c, "SELECT expires_at > now() + interval '20 seconds' FROM "
-                                  "fencelock.lease WHERE resource = 'run-job' AND owner = 'runner'")
-            except Exception:
-                pass
-            if not kept:
-                time.sleep(0.5)
-        check(kept and run.poll() is None,
+        check(renewed_on(new) and run.poll() is None,
               "fencelock-run reconnects to the new primary and keeps renewing its lease")
 
         # -- 3. the primary dies ------------------------------------------------------------
@@ -317,18 +321,7 @@ def main():
             check(g is not None and g > sfence,
                   "the dead primary's session-bound lease is free at once on the new primary",
                   f"{g} vs {sfence}")
-        end = time.time() + 25
-        kept = False
-        while time.time() < end and not kept:
-            try:
-                with connect(survivor) as c:
-                    kept = one(c, "SELECT expires_at > now() + interval '20 seconds' FROM "
-                                  "fencelock.lease WHERE resource = 'run-job' AND owner = 'runner'")
-            except Exception:
-                pass
-            if not kept:
-                time.sleep(0.5)
-        check(kept and run.poll() is None,
+        check(renewed_on(survivor) and run.poll() is None,
               "fencelock-run reconnects after the failover and keeps its lease")
         run.send_signal(signal.SIGTERM)
         run.wait(10)
