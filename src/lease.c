@@ -99,7 +99,7 @@ fl_try_acquire(text *resource, text *owner, int64 ttl, FlApi api, bool want_expi
 	if (g->is_new && fencelock_notify)
 		fl_notify(g->how == FL_GRANTED_TAKEOVER ? "taken_over" : "granted", resource, g->fence,
 				  NameStr(*holder));
-	fl_commit_durably();
+	fl_grant_durably(resource, g->fence);
 }
 
 /*
@@ -206,6 +206,7 @@ fl_release(text *resource, text *owner, const int64 *grant, FlApi api)
 		fl_resstats_count(resource, FL_RES_RELEASE_REFUSED);
 		return false;
 	}
+	fl_grant_released(resource, fence);
 	fl_count_at_commit(FL_RELEASES, 1);
 	fl_count_resource_at_commit(resource, FL_RES_RELEASE, fence, GetCurrentTimestamp(), 0, false);
 	if (fencelock_notify)
