@@ -40,7 +40,7 @@
  *        safety row on key 0: a forked holder A takes the lock, is SIGSTOPped past its TTL, B
  *        takes over and writes its token (status 'B'), A is SIGCONTed and writes its old token
  *        with the conditional UPDATE (cond) or without any condition (naive); prints
- *        safety=kept|lost a=written|refused|nothing
+ *        safety=kept|lost a=written|refused|changed-nothing
  *
  * Service options: -r redis port, -e etcd URL (http://127.0.0.1:port), -z zk host:port.
  * PostgreSQL: libpq's environment (PGHOST, PGPORT, PGDATABASE, PGUSER).
@@ -83,9 +83,8 @@ static const char *etcd_url = "http://127.0.0.1:2379";
 static const char *zk_hosts = "127.0.0.1:2181";
 static char acquire_sha[64], release_sha[64];
 
-static const char *acquire_lua =
-	"if redis.call('set', KEYS[1], ARGV[1], 'NX', 'PX', ARGV[2]) then "
-	"return redis.call('incr', KEYS[2]) else return 0 end";
+static const char *acquire_lua = "if redis.call('set', KEYS[1], ARGV[1], 'NX', 'PX', ARGV[2]) then "
+								 "return redis.call('incr', KEYS[2]) else return 0 end";
 static const char *release_lua = "if redis.call('get', KEYS[1]) == ARGV[1] then "
 								 "return redis.call('del', KEYS[1]) else return 0 end";
 
@@ -123,7 +122,7 @@ next_random(unsigned *seed)
 static const char *
 table_of(enum contender c)
 {
-	static const char *const t[] = {"seed_fl3", "seed_fl2", "seed_fl1",
+	static const char *const t[] = {"seed_fl3",   "seed_fl2",  "seed_fl1",
 									"seed_redis", "seed_etcd", "seed_zk"};
 	return t[c];
 }
@@ -170,8 +169,9 @@ pg_prepare_all(PGconn *c, int safety)
 		/* The safety row: the cycle's write (the trigger is its condition) and the naive one. */
 		if (safety)
 		{
-			pg_prepare(c, "scond",
-					   "UPDATE %s SET last_fence = $2, writes = writes + 1, status = $3 WHERE id = $1");
+			pg_prepare(
+				c, "scond",
+				"UPDATE %s SET last_fence = $2, writes = writes + 1, status = $3 WHERE id = $1");
 			pg_prepare(c, "snaive", "UPDATE %s SET last_fence = $2, status = $3 WHERE id = $1");
 		}
 	}
@@ -450,8 +450,8 @@ typedef struct Client
 	char resource[32];
 	char owner[32];
 	long long token;
-	long long lease;		/* etcd */
-	char node[128];			/* zk */
+	long long lease; /* etcd */
+	char node[128];  /* zk */
 } Client;
 
 static void
@@ -515,9 +515,9 @@ lock_take(Client *cl, long k)
 	}
 	if (who == REDIS)
 	{
-		redisReply *r = redis_cmd(cl->redis, REDIS_REPLY_INTEGER,
-								  "EVALSHA %s 2 lock:%ld fence:%ld %s %ld", acquire_sha, k, k,
-								  cl->owner, ttl_ms);
+		redisReply *r =
+			redis_cmd(cl->redis, REDIS_REPLY_INTEGER, "EVALSHA %s 2 lock:%ld fence:%ld %s %ld",
+					  acquire_sha, k, k, cl->owner, ttl_ms);
 
 		cl->token = r->integer;
 		freeReplyObject(r);
@@ -562,8 +562,8 @@ lock_take(Client *cl, long k)
 
 		snprintf(parent, sizeof(parent), "/seed/%ld", k);
 		snprintf(path, sizeof(path), "%s/n-", parent);
-		zk_check(zoo_create2(cl->zk, path, NULL, -1, &ZOO_OPEN_ACL_UNSAFE,
-							 ZOO_EPHEMERAL_SEQUENTIAL, cl->node, sizeof(cl->node), &st),
+		zk_check(zoo_create2(cl->zk, path, NULL, -1, &ZOO_OPEN_ACL_UNSAFE, ZOO_EPHEMERAL_SEQUENTIAL,
+							 cl->node, sizeof(cl->node), &st),
 				 "create");
 		cl->token = st.czxid;
 		zk_check(zoo_get_children(cl->zk, parent, 0, &kids), "get children");
@@ -750,10 +750,11 @@ verify(void)
 	if (who == FL2 || who == FL1)
 		PQexitPipelineMode(cl.pg);
 	if (who <= FL1)
-		snprintf(sql, sizeof(sql),
-				 "SELECT id, last_fence, writes, coalesce(fencelock.current_fence('seed:' || id), 0) "
-				 "FROM %s ORDER BY id",
-				 table_of(who));
+		snprintf(
+			sql, sizeof(sql),
+			"SELECT id, last_fence, writes, coalesce(fencelock.current_fence('seed:' || id), 0) "
+			"FROM %s ORDER BY id",
+			table_of(who));
 	else
 		snprintf(sql, sizeof(sql), "SELECT id, last_fence, writes, 0 FROM %s ORDER BY id",
 				 table_of(who));
@@ -900,6 +901,7 @@ safety(const char *form)
 		const char *p[3] = {id, tok, "A"};
 
 		cl.seed = getpid();
+		zoo_set_debug_level(0); /* its session expiring while it is paused is the point */
 		client_open(&cl, 1, (int) ttl_ms);
 		take_key0(&cl);
 		dprintf(tokpipe[1], "%lld\n", cl.token);
@@ -957,7 +959,10 @@ safety(const char *form)
 		die("safety: %s", PQerrorMessage(b.pg));
 	printf("safety=%s a=%s tokens=%lld,%lld\n",
 		   strcmp(PQgetvalue(r, 0, 0), "B") == 0 ? "kept" : "lost",
-		   line[0] == '1' ? "written" : line[0] == '2' ? "refused" : "nothing", a_token, b.token);
+		   line[0] == '1'   ? "written"
+		   : line[0] == '2' ? "refused"
+							: "changed-nothing",
+		   a_token, b.token);
 	if (line[0] == '2')
 		printf("a_error=%s", line + 2);
 	PQclear(r);
@@ -975,17 +980,39 @@ main(int argc, char **argv)
 	{
 		switch (opt)
 		{
-			case 'C': contender = optarg; break;
-			case 'c': nclients = atoi(optarg); break;
-			case 'T': seconds = atof(optarg); break;
-			case 'n': nkeys = atol(optarg); break;
-			case 't': ttl_ms = atol(optarg); break;
-			case 'r': redis_port = atoi(optarg); break;
-			case 'e': etcd_url = optarg; break;
-			case 'z': zk_hosts = optarg; break;
-			case 'V': do_verify = 1; break;
-			case 'I': do_setup = 1; break;
-			case 'S': safety_form = optarg; break;
+			case 'C':
+				contender = optarg;
+				break;
+			case 'c':
+				nclients = atoi(optarg);
+				break;
+			case 'T':
+				seconds = atof(optarg);
+				break;
+			case 'n':
+				nkeys = atol(optarg);
+				break;
+			case 't':
+				ttl_ms = atol(optarg);
+				break;
+			case 'r':
+				redis_port = atoi(optarg);
+				break;
+			case 'e':
+				etcd_url = optarg;
+				break;
+			case 'z':
+				zk_hosts = optarg;
+				break;
+			case 'V':
+				do_verify = 1;
+				break;
+			case 'I':
+				do_setup = 1;
+				break;
+			case 'S':
+				safety_form = optarg;
+				break;
 			default:
 				fprintf(stderr, "usage: seed -C fl3|fl2|fl1|redis|etcd|zk [-c clients] "
 								"[-T seconds] [-n keys] [-t ttl_ms] [-r port] [-e url] [-z "
