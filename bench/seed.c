@@ -928,6 +928,9 @@ safety(const char *form)
 	 * expires after its timeout). */
 	usleep((useconds_t) (ttl_ms * 1000 + (who == ETCD ? 2500000 : 1500000)));
 
+	/* B holds its lock with the benchmark's TTL: A's remaining "work" after SIGCONT must not
+	 * outlast B's lock before B releases it. */
+	ttl_ms = 30000;
 	b.seed = getpid() * 31;
 	client_open(&b, 1, 30000);
 	take_key0(&b);
@@ -957,14 +960,13 @@ safety(const char *form)
 	r = PQexec(b.pg, sql);
 	if (PQresultStatus(r) != PGRES_TUPLES_OK || PQntuples(r) != 1)
 		die("safety: %s", PQerrorMessage(b.pg));
-	printf("safety=%s a=%s tokens=%lld,%lld\n",
+	line[strcspn(line, "\n")] = '\0';
+	printf("safety=%s a=%s tokens=%lld,%lld a_error=%s\n",
 		   strcmp(PQgetvalue(r, 0, 0), "B") == 0 ? "kept" : "lost",
 		   line[0] == '1'   ? "written"
 		   : line[0] == '2' ? "refused"
 							: "changed-nothing",
-		   a_token, b.token);
-	if (line[0] == '2')
-		printf("a_error=%s", line + 2);
+		   a_token, b.token, line + 2);
 	PQclear(r);
 	client_close(&b);
 	return 0;

@@ -4,7 +4,7 @@
 # each paired with the same PostgreSQL.  bench/seed.c is the client of every contender.
 #
 #   make bench-seed                                  3 rounds of 10 s per cell (~25 minutes)
-#   SEED_ROUNDS=1 SEED_SECONDS=2 make bench-seed     smoke run (~5 minutes)
+#   SEED_ROUNDS=1 SEED_SECONDS=2 make bench-seed     smoke run (~4 minutes)
 #
 # As root.  Installs what is missing (Debian 12: redis-server, etcd-server, zookeeper and the C
 # client libraries), starts on loopback, with data directories in a temporary directory on disk:
@@ -103,7 +103,7 @@ q -d seed -c "CREATE EXTENSION fencelock"
 tables_reset() {
 	local c
 	for c in $CONTENDERS; do
-		q -d seed -c "DROP TABLE IF EXISTS seed_$c" \
+		q -d seed -c "SET client_min_messages = warning" -c "DROP TABLE IF EXISTS seed_$c" \
 			-c "CREATE TABLE seed_$c (id int PRIMARY KEY, last_fence bigint NOT NULL DEFAULT 0,
 				writes bigint NOT NULL DEFAULT 0, status text) WITH (fillfactor = 70)" \
 			-c "INSERT INTO seed_$c (id) SELECT generate_series(0, $KEYS)"

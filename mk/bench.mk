@@ -2,7 +2,7 @@
 # Included by the top-level Makefile after PGXS.
 #
 #   make bench                                   the full run (~14 + ~25 minutes), as root
-#   BENCH_ROUNDS=1 BENCH_SECONDS=2 SEED_ROUNDS=1 SEED_SECONDS=2 make bench    smoke run (~7 minutes)
+#   BENCH_ROUNDS=1 BENCH_SECONDS=2 SEED_ROUNDS=1 SEED_SECONDS=2 make bench    smoke run (~6 minutes)
 #
 # bench/run.sh's rows, then the seed's workload (bench/seed.sh) with the fencelock run.sh built
 # and installed.
