@@ -45,8 +45,13 @@ fl_pg_apt_install() {
 	[ ${#missing[@]} -gt 0 ] || return 0
 	fl_pg_log "installing ${missing[*]}"
 	[ "$(id -u)" -eq 0 ] || { echo "run as root to install ${missing[*]}" >&2; return 1; }
-	apt-get update -qq >&2
-	DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+	# The test suite's parts run at the same time and may install at the same time: one at a time.
+	(
+		flock 8
+		apt-get update -qq >&2
+		DEBIAN_FRONTEND=noninteractive apt-get install -y -qq -o DPkg::Lock::Timeout=600 \
+			--no-install-recommends "${missing[@]}" >/dev/null
+	) 8>/var/lock/fencelock-apt.lock
 }
 
 # The mirror this machine already uses for Debian itself (deb822 or one-line format).

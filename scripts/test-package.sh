@@ -42,6 +42,9 @@ if [ -z "$debs" ]; then
 	t=$SECONDS
 	debs=$work/debs
 	s=0
+	# dpkg-buildpackage's build dependencies (debian/control), which a fresh machine lacks.
+	fl_pg_apt_install debhelper postgresql-server-dev-all >"$work/deps.log" 2>&1 ||
+		{ result "the build dependencies installed (debhelper, postgresql-server-dev-all)" 1 "$work/deps.log"; finish; }
 	make -s deb DEB_OUTDIR="$debs" DEB_BUILD_OPTIONS="${DEB_BUILD_OPTIONS:-}" >"$work/deb.log" 2>&1 || s=$?
 	result "make deb ($((SECONDS - t)) s: $(cd "$debs" 2>/dev/null && ls -- *.deb | grep -v dbgsym | tr '\n' ' '))" "$s" "$work/deb.log"
 	[ "$s" -eq 0 ] || finish
