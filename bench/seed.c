@@ -9,12 +9,14 @@
  *          release(resource, owner, fence)
  *   fl2    acquire; then the UPDATE and the release in one transaction and one round trip: libpq
  *          pipeline mode, the two prepared statements then one Sync (one implicit transaction)
- *   fl1    the whole cycle in one transaction and one round trip (pipeline): BEGIN; acquire;
- *          UPDATE; release; COMMIT.  The UPDATE cannot take acquire's answer as a parameter (it is
- *          sent before the answer arrives), so it writes fencelock.current_fence(resource) and
- *          only when the lease row holds this cycle's owner (EXISTS on fencelock.lease; the
- *          benchmark runs as superuser); the release passes current_fence too.  Busy: acquire
- *          answers NULL, the UPDATE changes nothing, the release answers false.
+ *   fl1    the whole cycle in one transaction and one round trip, README's form for a one-step
+ *          job: UPDATE t SET ..., last_fence = a.f FROM (SELECT fencelock.acquire(k, owner, ttl)
+ *          AS f) AS a WHERE id = k AND a.f IS NOT NULL; SELECT fencelock.release(k, owner) --
+ *          the two statements then one Sync in pipeline mode: one implicit transaction (a
+ *          multi-statement simple query would be the same).  The grant takes its fence inside the
+ *          UPDATE, so no answer has to come back before the write; the release in the same
+ *          transaction spares the grant its forced flush.  Busy: acquire answers NULL, the
+ *          UPDATE changes nothing, the release answers false.
  *   redis  Redis + PostgreSQL: one Lua script (SET lock:k owner NX PX ttl, then INCR fence:k: the
  *          token), the conditional UPDATE ... AND last_fence < $token on a table without the fence
  *          trigger, then EVALSHA compare-and-delete
@@ -159,13 +161,11 @@ pg_prepare_all(PGconn *c, int safety)
 		pg_prepare(c, "acq", "SELECT fencelock.acquire($1, $2, $3::interval)");
 		pg_prepare(c, "upd", "UPDATE %s SET last_fence = $2, writes = writes + 1 WHERE id = $1");
 		pg_prepare(c, "rel", "SELECT fencelock.release($1, $2, $3::bigint)");
-		pg_prepare(c, "begin", "BEGIN");
-		pg_prepare(c, "commit", "COMMIT");
 		pg_prepare(c, "upd1",
-				   "UPDATE %s SET last_fence = fencelock.current_fence($1), writes = writes + 1 "
-				   "WHERE id = $2 AND EXISTS (SELECT FROM fencelock.lease AS l WHERE "
-				   "l.resource OPERATOR(pg_catalog.=) $1 AND l.owner OPERATOR(pg_catalog.=) $3)");
-		pg_prepare(c, "rel1", "SELECT fencelock.release($1, $2, fencelock.current_fence($1))");
+				   "UPDATE %s SET last_fence = a.f, writes = writes + 1 "
+				   "FROM (SELECT fencelock.acquire($1, $2, $3::interval) AS f) AS a "
+				   "WHERE id = $4 AND a.f IS NOT NULL");
+		pg_prepare(c, "rel1", "SELECT fencelock.release($1, $2)");
 		/* The safety row: the cycle's write (the trigger is its condition) and the naive one. */
 		if (safety)
 		{
@@ -646,25 +646,21 @@ cycle(Client *cl, long k)
 	snprintf(cl->resource, sizeof(cl->resource), who <= FL1 ? "seed:%ld" : "%ld", k);
 	if (who == FL1)
 	{
-		Stmt s[5] = {{"begin", 0, {NULL}, NULL},
-					 {"acq", 3, {cl->resource, cl->owner, ttl}, NULL},
-					 {"upd1", 3, {cl->resource, id, cl->owner}, NULL},
-					 {"rel1", 2, {cl->resource, cl->owner}, NULL},
-					 {"commit", 0, {NULL}, NULL}};
-		int got, wrote, released;
+		Stmt s[2] = {{"upd1", 4, {cl->resource, cl->owner, ttl, id}, NULL},
+					 {"rel1", 2, {cl->resource, cl->owner}, NULL}};
+		int wrote, released;
 
 		snprintf(cl->owner, sizeof(cl->owner), "%llu", (unsigned long long) next_random(&cl->seed));
 		snprintf(id, sizeof(id), "%ld", k);
 		snprintf(ttl, sizeof(ttl), "%ld milliseconds", ttl_ms);
-		pg_pipeline(cl->pg, s, 5);
-		got = PQntuples(s[1].result) == 1 && !PQgetisnull(s[1].result, 0, 0);
-		wrote = pg_changed(s[2].result);
-		released = PQntuples(s[3].result) == 1 && strcmp(PQgetvalue(s[3].result, 0, 0), "t") == 0;
-		pg_pipeline_clear(s, 5);
-		if (got != wrote || got != released)
-			die("fl1: acquire %d, write %d, release %d", got, wrote, released);
+		pg_pipeline(cl->pg, s, 2);
+		wrote = pg_changed(s[0].result);
+		released = PQntuples(s[1].result) == 1 && strcmp(PQgetvalue(s[1].result, 0, 0), "t") == 0;
+		pg_pipeline_clear(s, 2);
+		if (wrote != released)
+			die("fl1: write %d, release %d", wrote, released);
 		cl->writes += wrote;
-		return got;
+		return released;
 	}
 	if (!lock_take(cl, k))
 		return 0;
