@@ -15,6 +15,7 @@ OBJS = \
 	src/lease.o \
 	src/leaserow.o \
 	src/leasetable.o \
+	src/leasefence.o \
 	src/timeline.o \
 	src/privilege.o \
 	src/key.o \

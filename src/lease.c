@@ -12,6 +12,7 @@
 #include "fencelock.h"
 #include "lease.h"
 #include "leasebound.h"
+#include "leasefence.h"
 #include "leasetable.h"
 #include "miscadmin.h"
 #include "notify.h"
