@@ -16,6 +16,7 @@ OBJS = \
 	src/leaserow.o \
 	src/leasetable.o \
 	src/leasefence.o \
+	src/leasevalue.o \
 	src/timeline.o \
 	src/privilege.o \
 	src/key.o \

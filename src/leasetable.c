@@ -346,8 +346,8 @@ static FlStmt holder_expiry = {"SELECT " SQL_HOLDER_DEADLINE " FROM fencelock.le
 
 static FlStmt owner_update[2] = {OWNER_UPDATE(SQL_RENEW_SET), OWNER_UPDATE(SQL_RELEASE_SET)};
 
-/* $1 resource, $2 owner, $3 now: whether the owner holds a live lease */
-static FlStmt holds_select = {"SELECT true FROM fencelock.lease AS l "
+/* $1 resource, $2 owner, $3 now: the fence of the owner's live lease */
+static FlStmt holds_select = {"SELECT l.fence FROM fencelock.lease AS l "
 							  "WHERE l.resource OPERATOR(pg_catalog.=) $1 AND " SQL_SAME_LIVE_OWNER,
 							  3,
 							  {TEXTOID, TEXTOID, TIMESTAMPTZOID}};
@@ -643,19 +643,25 @@ fl_lease_owner_change(text *resource, text *owner, const int64 *grant, Timestamp
 	return fence;
 }
 
-/* Whether OWNER holds a live lease on RESOURCE now (a statement: the waiting acquire asks). */
+/*
+ * Whether OWNER holds a live lease on RESOURCE now, and (FENCE not NULL) its fence (a statement:
+ * the waiting acquire and set_value ask).
+ */
 bool
-fl_lease_holds(text *resource, text *owner)
+fl_lease_holds(text *resource, text *owner, int64 *fence)
 {
 	Datum values[3];
 	FlSession s;
 	bool holds;
+	bool isnull;
 
 	values[0] = PointerGetDatum(resource);
 	values[1] = PointerGetDatum(owner);
 	values[2] = TimestampTzGetDatum(GetCurrentTimestamp());
 	fl_begin(&s);
 	holds = fl_run(&holds_select, values, NULL, true) == 1;
+	if (holds && fence != NULL)
+		*fence = fl_get_int64(0, 1, &isnull);
 	fl_end(&s);
 	return holds;
 }

@@ -17,7 +17,7 @@ extern void fl_lease_grant(text *resource, text *owner, TimestampTz now, Timesta
 						   FlGrant *g);
 extern int64 fl_lease_owner_change(text *resource, text *owner, const int64 *grant, TimestampTz now,
 								   TimestampTz expires, bool release, FlApi api);
-extern bool fl_lease_holds(text *resource, text *owner);
+extern bool fl_lease_holds(text *resource, text *owner, int64 *fence);
 extern bool fl_lease_fence(text *resource, int64 *fence);
 
 /* Purge, revoke, a session's end, raise_fences */
