@@ -15,6 +15,8 @@ OBJS = \
 	src/lease.o \
 	src/leaserow.o \
 	src/leasetable.o \
+	src/leasefence.o \
+	src/leasevalue.o \
 	src/timeline.o \
 	src/privilege.o \
 	src/key.o \

@@ -162,3 +162,89 @@ BEGIN
     END IF;
 END
 $fl$;
+-- == a value on the lease (issue 27) ==
+-- One value per resource, stamped with the fence of the grant it belongs to: shown while that
+-- grant is held, replaced only by a value of the same or a newer grant (a stale holder cannot
+-- overwrite its successor's), deleted by purge once no lease shows it.
+CREATE TABLE fencelock.lease_value (
+    resource pg_catalog.text COLLATE "C" PRIMARY KEY,
+    fence    pg_catalog.int8 NOT NULL,        -- the grant the value belongs to
+    value    pg_catalog.jsonb NOT NULL,
+    set_at   pg_catalog.timestamptz NOT NULL
+);
+SELECT pg_catalog.pg_extension_config_dump('fencelock.lease_value', '');
+REVOKE ALL ON TABLE fencelock.lease_value FROM PUBLIC;
+
+CREATE FUNCTION fencelock.set_value(resource pg_catalog.text, owner pg_catalog.text,
+                                    value pg_catalog.jsonb)
+RETURNS pg_catalog.bool
+AS 'MODULE_PATHNAME', 'fencelock_set_value'
+LANGUAGE C VOLATILE;
+
+-- acquire gains value (default NULL: none), last; replaced, not overloaded (an overload with a
+-- default would make every shorter call ambiguous), its privileges carried over.
+DO $fl$
+DECLARE
+    acl pg_catalog.aclitem[];
+    a record;
+BEGIN
+    SELECT p.proacl INTO acl FROM pg_catalog.pg_proc p
+     WHERE p.oid OPERATOR(pg_catalog.=)
+           'fencelock.acquire(pg_catalog.text, pg_catalog.text, pg_catalog.interval, pg_catalog.interval, pg_catalog.bool)'::pg_catalog.regprocedure;
+    DROP FUNCTION fencelock.acquire(pg_catalog.text, pg_catalog.text, pg_catalog.interval,
+                                    pg_catalog.interval, pg_catalog.bool);
+    CREATE FUNCTION fencelock.acquire(resource pg_catalog.text, owner pg_catalog.text,
+                                      ttl pg_catalog.interval DEFAULT fencelock.default_ttl(),
+                                      wait pg_catalog.interval DEFAULT '0',
+                                      session pg_catalog.bool DEFAULT false,
+                                      value pg_catalog.jsonb DEFAULT NULL)
+    RETURNS pg_catalog.int8
+    AS 'MODULE_PATHNAME', 'fencelock_acquire_0_4'
+    LANGUAGE C VOLATILE;
+    IF acl IS NOT NULL THEN
+        REVOKE ALL ON FUNCTION fencelock.acquire(pg_catalog.text, pg_catalog.text,
+            pg_catalog.interval, pg_catalog.interval, pg_catalog.bool, pg_catalog.jsonb) FROM PUBLIC;
+        FOR a IN SELECT e.grantee, e.is_grantable FROM pg_catalog.aclexplode(acl) e
+                  WHERE e.privilege_type OPERATOR(pg_catalog.=) 'EXECUTE' LOOP
+            EXECUTE pg_catalog.format('GRANT EXECUTE ON FUNCTION fencelock.acquire(pg_catalog.text, '
+                'pg_catalog.text, pg_catalog.interval, pg_catalog.interval, pg_catalog.bool, '
+                'pg_catalog.jsonb) TO %s%s',
+                CASE WHEN a.grantee OPERATOR(pg_catalog.=) 0 THEN 'PUBLIC'
+                     ELSE a.grantee::pg_catalog.regrole::pg_catalog.text END,
+                CASE WHEN a.is_grantable THEN ' WITH GRANT OPTION' ELSE '' END);
+        END LOOP;
+    END IF;
+END
+$fl$;
+
+-- leases gains value: the held grant's (NULL once it is released, expired, ended or replaced).
+-- Everyone who reads leases reads it.
+CREATE OR REPLACE VIEW fencelock.leases AS
+SELECT l.resource,
+       CASE WHEN pg_catalog.pg_has_role('pg_read_all_stats', 'MEMBER')
+              OR EXISTS (SELECT FROM pg_catalog.pg_roles AS r
+                          WHERE r.rolname OPERATOR(pg_catalog.=) l.holder
+                            AND pg_catalog.pg_has_role(r.oid, 'MEMBER'))
+            THEN l.owner END AS owner,
+       l.fence,
+       l.acquired_at,
+       l.expires_at,
+       CASE WHEN s.live AND l.expires_at OPERATOR(pg_catalog.>) c.now
+            THEN l.expires_at OPERATOR(pg_catalog.-) c.now END AS remaining,
+       CASE WHEN NOT s.live THEN 'free'
+            WHEN l.expires_at OPERATOR(pg_catalog.>) c.now THEN 'held'
+            ELSE 'expired' END AS state,
+       l.holder,
+       CASE l.granted_how WHEN 'n' THEN 'new' WHEN 'r' THEN 'after release'
+            WHEN 'e' THEN 'after own expiry' WHEN 't' THEN 'taken over'
+            WHEN 'v' THEN 'revoked' END AS granted_how,
+       fencelock.waiters(l.resource) AS waiters,
+       l.session_id IS NOT NULL AND l.owner IS NOT NULL AS session_bound,
+       CASE WHEN s.live AND l.expires_at OPERATOR(pg_catalog.>) c.now
+            THEN (SELECT v.value FROM fencelock.lease_value AS v
+                   WHERE v.resource OPERATOR(pg_catalog.=) l.resource
+                     AND v.fence OPERATOR(pg_catalog.=) l.fence) END AS value
+  FROM fencelock.lease AS l,
+       LATERAL (SELECT pg_catalog.clock_timestamp() AS now) AS c,
+       LATERAL (SELECT l.owner IS NOT NULL
+                   AND (l.session_id IS NULL OR fencelock.session_alive(l.session_id)) AS live) AS s;

@@ -181,3 +181,15 @@ fl_arg_ttl(FunctionCallInfo fcinfo, int argno)
 				 errhint("Renew a shorter lease instead, or raise fencelock.max_ttl.")));
 	return us;
 }
+
+/*
+ * A lease's value (acquire's value, set_value's): jsonb, or NULL when it is NULL or the
+ * function, as an older version installed it, has no such argument.
+ */
+Jsonb *
+fl_arg_value(FunctionCallInfo fcinfo, int argno)
+{
+	if (PG_NARGS() <= argno || PG_ARGISNULL(argno))
+		return NULL;
+	return PG_GETARG_JSONB_P(argno);
+}

@@ -19,6 +19,7 @@
 #include "postgres.h"
 
 #include "fmgr.h"
+#include "utils/jsonb.h"
 #include "utils/timestamp.h"
 
 /* A text argument: not null, not empty, at most maxlen bytes. */
@@ -45,6 +46,7 @@ extern int64 fl_arg_interval(FunctionCallInfo fcinfo, int argno, const char *nam
 							 const char *hint);
 extern int64 fl_arg_wait(FunctionCallInfo fcinfo, int argno, const char *hint);
 extern int64 fl_arg_ttl(FunctionCallInfo fcinfo, int argno);
+extern Jsonb *fl_arg_value(FunctionCallInfo fcinfo, int argno);
 
 /* The longest wait (and backoff_max): a deadline beyond a century is no deadline. */
 #define FL_MAX_WAIT_US ((int64) 100 * 365 * USECS_PER_DAY)

@@ -12,7 +12,9 @@
 #include "fencelock.h"
 #include "lease.h"
 #include "leasebound.h"
+#include "leasefence.h"
 #include "leasetable.h"
+#include "leasevalue.h"
 #include "miscadmin.h"
 #include "notify.h"
 #include "privilege.h"
@@ -40,6 +42,7 @@ PG_FUNCTION_INFO_V1(fencelock_release_grant);
 PG_FUNCTION_INFO_V1(fencelock_current_fence);
 PG_FUNCTION_INFO_V1(fencelock_assert_fence);
 PG_FUNCTION_INFO_V1(fencelock_purge);
+PG_FUNCTION_INFO_V1(fencelock_set_value);
 
 /*
  * The name of the calling role, for the holder column and notifications: a syscache lookup that
@@ -81,7 +84,7 @@ fl_holder_name(void)
  */
 void
 fl_try_acquire(text *resource, text *owner, int64 ttl, FlApi api, bool want_expiry, bool nowait,
-			   FlGrant *g)
+			   Jsonb *value, FlGrant *g)
 {
 	TimestampTz now = GetCurrentTimestamp();
 	Name holder = fl_holder_name();
@@ -96,9 +99,14 @@ fl_try_acquire(text *resource, text *owner, int64 ttl, FlApi api, bool want_expi
 	}
 	if (fl_grant_session != 0)
 		fl_session_bound(resource);
+	/* A new grant's value replaces its predecessor's; a retry's replaces its own. */
+	if (value != NULL)
+		(void) fl_lease_value_set(resource, g->fence, value);
 	if (g->is_new && fencelock_notify)
 		fl_notify(g->how == FL_GRANTED_TAKEOVER ? "taken_over" : "granted", resource, g->fence,
-				  NameStr(*holder));
+				  NameStr(*holder), value);
+	else if (value != NULL && fencelock_notify)
+		fl_notify("value_set", resource, g->fence, NameStr(*holder), value);
 	fl_grant_durably(resource, g->fence);
 }
 
@@ -124,7 +132,10 @@ fl_count_grant(text *resource, const FlGrant *g)
 	}
 }
 
-/* acquire(resource, owner, ttl): one try; also 0.4.0's acquire without wait and session (wait.c) */
+/*
+ * acquire(resource, owner, ttl): one try; also 0.4.0's acquire without wait and session (wait.c),
+ * whose sixth argument is the lease's value.
+ */
 Datum
 fl_acquire_sql(FunctionCallInfo fcinfo, FlApi api)
 {
@@ -134,7 +145,7 @@ fl_acquire_sql(FunctionCallInfo fcinfo, FlApi api)
 	FlGrant g;
 
 	fl_check_resource(resource);
-	fl_try_acquire(resource, owner, ttl, api, false, true, &g);
+	fl_try_acquire(resource, owner, ttl, api, false, true, fl_arg_value(fcinfo, 5), &g);
 	if (!g.granted)
 		PG_RETURN_NULL();
 	fl_count_grant(resource, &g);
@@ -210,7 +221,7 @@ fl_release(text *resource, text *owner, const int64 *grant, FlApi api)
 	fl_count_at_commit(FL_RELEASES, 1);
 	fl_count_resource_at_commit(resource, FL_RES_RELEASE, fence, GetCurrentTimestamp(), 0, false);
 	if (fencelock_notify)
-		fl_notify("released", resource, fence, NameStr(*fl_holder_name()));
+		fl_notify("released", resource, fence, NameStr(*fl_holder_name()), NULL);
 	/* The next waiter may try once this transaction commits. */
 	fl_queue_wake_at_commit(resource);
 	return true;
@@ -366,6 +377,8 @@ fl_purge_sql(FunctionCallInfo fcinfo, FlApi api)
 		timestamptz_mi_interval, TimestampTzGetDatum(now), IntervalPGetDatum(idle)));
 	cutoff = Min(cutoff, now);
 	purged = fl_lease_purge(api, cutoff, now, fl_queue_wake_at_commit);
+	if (api != FL_API_0_1)
+		fl_lease_value_purge();
 	PG_RETURN_INT64(purged);
 }
 
@@ -379,4 +392,26 @@ Datum
 fencelock_purge_0_2(PG_FUNCTION_ARGS)
 {
 	return fl_purge_sql(fcinfo, FL_API_0_2);
+}
+
+/*
+ * set_value(resource, owner, value), 0.4.0: the value of OWNER's live lease (NULL clears it);
+ * false when OWNER does not hold a live lease on RESOURCE, or a newer grant's value is there.
+ */
+Datum
+fencelock_set_value(PG_FUNCTION_ARGS)
+{
+	text *resource = fl_arg_resource(fcinfo, 0);
+	text *owner = fl_arg_owner(fcinfo, 1);
+	Jsonb *value = fl_arg_value(fcinfo, 2);
+	int64 fence;
+
+	fl_check_resource(resource);
+	if (!fl_lease_holds(resource, owner, &fence))
+		PG_RETURN_BOOL(false);
+	if (!fl_lease_value_set(resource, fence, value) && value != NULL)
+		PG_RETURN_BOOL(false);
+	if (fencelock_notify)
+		fl_notify("value_set", resource, fence, NameStr(*fl_holder_name()), value);
+	PG_RETURN_BOOL(true);
 }

@@ -10,6 +10,7 @@
 #include "datatype/timestamp.h"
 #include "fencelock.h"
 #include "fmgr.h"
+#include "utils/jsonb.h"
 
 /* The outcome of one grant attempt. */
 typedef struct FlGrant
@@ -24,7 +25,7 @@ typedef struct FlGrant
 } FlGrant;
 
 extern void fl_try_acquire(text *resource, text *owner, int64 ttl, FlApi api, bool want_expiry,
-						   bool nowait, FlGrant *g);
+						   bool nowait, Jsonb *value, FlGrant *g);
 extern void fl_count_grant(text *resource, const FlGrant *g);
 extern Datum fl_acquire_sql(FunctionCallInfo fcinfo, FlApi api);
 extern bool fl_release(text *resource, text *owner, const int64 *grant, FlApi api);

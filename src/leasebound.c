@@ -20,7 +20,7 @@
 #include "compat.h"
 #include "fencelock.h"
 #include "leasebound.h"
-#include "leasetable.h"
+#include "leasefence.h"
 #include "miscadmin.h"
 #include "privilege.h"
 #include "resstats.h"

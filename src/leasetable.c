@@ -1,6 +1,8 @@
 /*
- * leasetable.c — fencelock.lease and fencelock.fence_floor: every statement on them, the lease
- * rule in both of its forms, and the choice between the two paths.
+ * leasetable.c — fencelock.lease and fencelock.fence_floor: the lease rule in both of its forms,
+ * the statements that apply it (grants, renewals, releases, purge, revoke, a session's end,
+ * raise_fences), and the choice between the two paths.  The reads and row locks of the writers'
+ * checks and the purge floor a new row starts above are leasefence.c's.
  *
  * One row of fencelock.lease per resource holds its owner, deadline and the latest fence.  A
  * grant, its owner, deadline and fence change together in one row update (a HOT update: only the
@@ -27,6 +29,7 @@
 #include "fencelock.h"
 #include "history.h"
 #include "lease.h"
+#include "leasefence.h"
 #include "leaserow.h"
 #include "leasetable.h"
 #include "miscadmin.h"
@@ -343,44 +346,16 @@ static FlStmt holder_expiry = {"SELECT " SQL_HOLDER_DEADLINE " FROM fencelock.le
 
 static FlStmt owner_update[2] = {OWNER_UPDATE(SQL_RENEW_SET), OWNER_UPDATE(SQL_RELEASE_SET)};
 
-/* $1 resource, $2 owner, $3 now: whether the owner holds a live lease */
-static FlStmt holds_select = {"SELECT true FROM fencelock.lease AS l "
+/* $1 resource, $2 owner, $3 now: the fence of the owner's live lease */
+static FlStmt holds_select = {"SELECT l.fence FROM fencelock.lease AS l "
 							  "WHERE l.resource OPERATOR(pg_catalog.=) $1 AND " SQL_SAME_LIVE_OWNER,
 							  3,
 							  {TEXTOID, TEXTOID, TIMESTAMPTZOID}};
-
-static FlStmt floor_select = {"SELECT f.floor FROM fencelock.fence_floor AS f", 0, {InvalidOid}};
-
-/* $1 resource, $2 fence: lifts a just-inserted row above the purge floor */
-static FlStmt fence_raise = {
-	"UPDATE fencelock.lease AS l SET fence = $2 WHERE l.resource OPERATOR(pg_catalog.=) $1",
-	2,
-	{TEXTOID, INT8OID}};
 
 static FlStmt fence_select = {
 	"SELECT l.fence FROM fencelock.lease AS l WHERE l.resource OPERATOR(pg_catalog.=) $1",
 	1,
 	{TEXTOID}};
-
-/*
- * $1 resource: its latest fence, the role of its latest grant and when that grant was made, the
- * row locked against grants (assert_fence, a lease-bound write).  The casts keep the result's
- * types whatever a superuser made of the columns; the direct path reads them only where they
- * have these types.
- */
-static FlStmt fence_lock = {
-	"SELECT CAST(l.fence AS pg_catalog.int8), "
-	"CAST(l.holder AS pg_catalog.name), "
-	"CAST(l.acquired_at AS pg_catalog.timestamptz) FROM fencelock.lease AS l "
-	"WHERE l.resource OPERATOR(pg_catalog.=) $1 FOR SHARE",
-	1,
-	{TEXTOID}};
-
-/* The holder alone, without a lock (assert_fence checks it before it locks). */
-static FlStmt holder_select = {"SELECT CAST(l.holder AS pg_catalog.name) FROM fencelock.lease AS l "
-							   "WHERE l.resource OPERATOR(pg_catalog.=) $1",
-							   1,
-							   {TEXTOID}};
 
 #define FLOOR_UP                                                                                   \
 	"INSERT INTO fencelock.fence_floor AS f (id, floor) "                                          \
@@ -459,46 +434,6 @@ static FlStmt raise_floor = {
 	"ON CONFLICT (id) DO UPDATE SET floor = GREATEST(f.floor, excluded.floor)",
 	1,
 	{INT8OID}};
-
-/* ---------------------------------------------------------------------------------------------
- * The purge floor
- * ---------------------------------------------------------------------------------------------
- */
-
-/*
- * A row this transaction has just inserted must still carry a fence above the purge floor.  The
- * floor is read with a snapshot taken now: the insert succeeded, so a purge that removed an
- * earlier row for this resource has committed, and with it the floor it raised.  No lock is
- * needed, and a busy resource never gets here.
- *
- * A floor at the largest bigint leaves no fence above it: the grant is refused with the error a
- * grant on a row at that fence raises (22003, as SQL_NEXT_FENCE and rule_grant do), and the
- * error rolls back the row just inserted with the transaction or subtransaction.
- */
-static int64
-above_floor(Datum resource, int64 fence)
-{
-	Datum values[2];
-	int64 floor;
-	int64 raised;
-	bool isnull;
-
-	if (fl_run_latest(&floor_select, NULL, NULL) != 1)
-		return fence;
-	floor = fl_get_int64(0, 1, &isnull);
-	if (isnull || floor < fence)
-		return fence;
-	if (pg_add_s64_overflow(floor, 1, &raised))
-		ereport(ERROR,
-				(errcode(ERRCODE_NUMERIC_VALUE_OUT_OF_RANGE), errmsg("bigint out of range"),
-				 errdetail("Resource \"%s\" needs a fence above the purge floor " INT64_FORMAT
-						   ", the largest bigint.",
-						   TextDatumGetCString(resource), floor)));
-	values[0] = resource;
-	values[1] = Int64GetDatum(raised);
-	fl_run(&fence_raise, values, NULL, false);
-	return raised;
-}
 
 /* ---------------------------------------------------------------------------------------------
  * Grants, renewals, releases: the direct path where it is equivalent, else the statement
@@ -654,7 +589,7 @@ fl_lease_grant(text *resource, text *owner, TimestampTz now, TimestampTz expires
 	{
 		grant_result(api, g);
 		if (inserted)
-			g->fence = above_floor(values[0], g->fence);
+			g->fence = fl_lease_above_floor(values[0], g->fence);
 		if (api != FL_API_0_1 && g->is_new && fencelock_history)
 			fl_history_grant(resource, owner, g);
 	}
@@ -708,51 +643,27 @@ fl_lease_owner_change(text *resource, text *owner, const int64 *grant, Timestamp
 	return fence;
 }
 
-/* Whether OWNER holds a live lease on RESOURCE now (a statement: the waiting acquire asks). */
+/*
+ * Whether OWNER holds a live lease on RESOURCE now, and (FENCE not NULL) its fence (a statement:
+ * the waiting acquire and set_value ask).
+ */
 bool
-fl_lease_holds(text *resource, text *owner)
+fl_lease_holds(text *resource, text *owner, int64 *fence)
 {
 	Datum values[3];
 	FlSession s;
 	bool holds;
+	bool isnull;
 
 	values[0] = PointerGetDatum(resource);
 	values[1] = PointerGetDatum(owner);
 	values[2] = TimestampTzGetDatum(GetCurrentTimestamp());
 	fl_begin(&s);
 	holds = fl_run(&holds_select, values, NULL, true) == 1;
+	if (holds && fence != NULL)
+		*fence = fl_get_int64(0, 1, &isnull);
 	fl_end(&s);
 	return holds;
-}
-
-/* ---------------------------------------------------------------------------------------------
- * Fences read, and rows locked against grants
- * ---------------------------------------------------------------------------------------------
- */
-
-/* The role of RESOURCE's latest grant, or NULL; *found, whether the resource has a row. */
-char *
-fl_lease_holder(text *resource, bool *found)
-{
-	Datum values[1];
-	FlSession s;
-	bool isnull = true;
-	char *holder = NULL;
-
-	values[0] = PointerGetDatum(resource);
-	fl_begin(&s);
-	*found = fl_run(&holder_select, values, NULL, true) == 1;
-	if (*found)
-	{
-		Datum d = SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1, &isnull);
-
-		/* In the caller's memory: SPI_finish frees the statement's. */
-		if (!isnull)
-			holder = strcpy(SPI_palloc(strlen(NameStr(*DatumGetName(d))) + 1),
-							NameStr(*DatumGetName(d)));
-	}
-	fl_end(&s);
-	return holder;
 }
 
 /* RESOURCE's latest fence, without a lock; false when it has none. */
@@ -774,59 +685,6 @@ fl_lease_fence(text *resource, int64 *fence)
 	}
 	fl_end(&s);
 	return found;
-}
-
-static TimestampTz locked_acquired_at = 0; /* of the row fl_lease_lock read last; 0: none */
-
-/*
- * Share-lock RESOURCE's row against grants until the transaction ends, and read its latest fence
- * and holder: directly in READ COMMITTED where leaserow.c can (a transaction snapshot must see a
- * grant committed after it as a serialization failure, which the statement reports), else by the
- * statement, which also sees all of this transaction's own changes.
- */
-void
-fl_lease_lock(text *resource, bool *found, int64 *fence, NameData *holder, bool *holder_null)
-{
-	FlSession s;
-	Datum values[1];
-	bool isnull = true;
-
-	*holder_null = true;
-	locked_acquired_at = 0;
-	if (fencelock_direct_path && !IsolationUsesXactSnapshot() &&
-		fl_lease_row_lock_share(resource, found, fence, holder, holder_null, &locked_acquired_at))
-		return;
-
-	values[0] = PointerGetDatum(resource);
-	fl_begin(&s);
-	*found = false;
-	if (fl_run(&fence_lock, values, NULL, false) == 1)
-	{
-		Datum d;
-
-		*fence = fl_get_int64(0, 1, &isnull);
-		*found = !isnull;
-		d = SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 2, holder_null);
-		if (!*holder_null)
-			namestrcpy(holder, NameStr(*DatumGetName(d)));
-		d = SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 3, &isnull);
-		if (!isnull)
-			locked_acquired_at = DatumGetTimestampTz(d);
-	}
-	fl_end(&s);
-}
-
-/*
- * How long ago the latest grant of the row the latest fl_lease_lock read was made, in
- * microseconds: how late a fence it refuses comes after the grant that superseded it (-1 when
- * unknown).
- */
-int64
-fl_lease_locked_age(void)
-{
-	if (locked_acquired_at == 0)
-		return -1;
-	return Max(GetCurrentTimestamp() - locked_acquired_at, 0);
 }
 
 /* ---------------------------------------------------------------------------------------------

@@ -1,6 +1,7 @@
 /*
- * leasetable.h — fencelock.lease and fencelock.fence_floor: every statement on them and the lease
- * rule (leasetable.c).  The callers run no SQL of their own on these tables.
+ * leasetable.h — fencelock.lease and fencelock.fence_floor: the lease rule and the statements that
+ * apply it (leasetable.c); the fence reads, row locks and the purge floor are leasefence.h's.  The
+ * callers run no SQL of their own on these tables.
  */
 #ifndef FENCELOCK_LEASETABLE_H
 #define FENCELOCK_LEASETABLE_H
@@ -16,14 +17,8 @@ extern void fl_lease_grant(text *resource, text *owner, TimestampTz now, Timesta
 						   FlGrant *g);
 extern int64 fl_lease_owner_change(text *resource, text *owner, const int64 *grant, TimestampTz now,
 								   TimestampTz expires, bool release, FlApi api);
-extern bool fl_lease_holds(text *resource, text *owner);
-
-/* Fences read, rows locked against grants, and who may lock them */
+extern bool fl_lease_holds(text *resource, text *owner, int64 *fence);
 extern bool fl_lease_fence(text *resource, int64 *fence);
-extern char *fl_lease_holder(text *resource, bool *found);
-extern void fl_lease_lock(text *resource, bool *found, int64 *fence, NameData *holder,
-						  bool *holder_null);
-extern int64 fl_lease_locked_age(void);
 
 /* Purge, revoke, a session's end, raise_fences */
 extern int64 fl_lease_purge(FlApi api, TimestampTz cutoff, TimestampTz now,

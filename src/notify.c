@@ -8,7 +8,9 @@
  * A notification is queued in the transaction that made the change and delivered only when it
  * commits (a grant rolled back, or a waiting attempt's subtransaction rolled back, sends
  * nothing).  The payload names the resource, the event, the fence and the role that holds (or
- * held) the lease; never the owner token, which is the capability to renew and release.
+ * held) the lease; never the owner token, which is the capability to renew and release.  A grant
+ * made with a value, and set_value, carry the value too ("value"), unless the payload would be
+ * longer than NOTIFY allows: then "value_omitted": true (read it from fencelock.leases).
  */
 #include "postgres.h"
 
@@ -18,9 +20,13 @@
 #include "settings.h"
 #include "utils/builtins.h"
 #include "utils/json.h"
+#include "utils/jsonb.h"
+
+/* Async_Notify's limit (async.c's NOTIFY_PAYLOAD_MAX_LENGTH, not in a header): shorter than it */
+#define FL_NOTIFY_PAYLOAD_MAX (BLCKSZ - NAMEDATALEN - 128)
 
 void
-fl_notify(const char *event, text *resource, int64 fence, const char *holder)
+fl_notify(const char *event, text *resource, int64 fence, const char *holder, Jsonb *value)
 {
 	StringInfoData buf;
 
@@ -35,6 +41,16 @@ fl_notify(const char *event, text *resource, int64 fence, const char *holder)
 		escape_json(&buf, holder);
 	else
 		appendStringInfoString(&buf, "null");
+	if (value != NULL)
+	{
+		char *json = JsonbToCString(NULL, &value->root, VARSIZE(value));
+		/* what follows: ", \"value\": " before the value, "}" after it */
+		if (buf.len + strlen(json) + 13 < FL_NOTIFY_PAYLOAD_MAX)
+			appendStringInfo(&buf, ", \"value\": %s", json);
+		else
+			appendStringInfoString(&buf, ", \"value_omitted\": true");
+		pfree(json);
+	}
 	appendStringInfoChar(&buf, '}');
 	Async_Notify(FENCELOCK_NOTIFY_CHANNEL, buf.data);
 	pfree(buf.data);

@@ -6,7 +6,10 @@
 
 #include "postgres.h"
 
+#include "utils/jsonb.h"
+
 #define FENCELOCK_NOTIFY_CHANNEL "fencelock"
-extern void fl_notify(const char *event, text *resource, int64 fence, const char *holder);
+extern void fl_notify(const char *event, text *resource, int64 fence, const char *holder,
+					  Jsonb *value);
 
 #endif /* FENCELOCK_NOTIFY_H */

@@ -36,7 +36,7 @@ fencelock_revoke(PG_FUNCTION_ARGS)
 		PG_RETURN_NULL();
 
 	fl_count_at_commit(FL_REVOKES, 1);
-	fl_notify("revoked", resource, fence, role);
+	fl_notify("revoked", resource, fence, role, NULL);
 	if (fencelock_log_level >= 0)
 		ereport(fencelock_log_level,
 				(errmsg("lease on resource \"%s\" revoked by role \"%s\" with fence " INT64_FORMAT,

@@ -201,7 +201,7 @@ fl_session_release_rows_xact(TimestampTz now)
 			Datum holder = SPI_getbinval(tuple, ended->tupdesc, 3, &isnull);
 
 			fl_notify("session_ended", resource, fence,
-					  isnull ? NULL : NameStr(*DatumGetName(holder)));
+					  isnull ? NULL : NameStr(*DatumGetName(holder)), NULL);
 		}
 	fl_end(&session);
 }

@@ -140,7 +140,7 @@ fl_queued_ahead(text *resource, text *owner)
 {
 	if (fl_queue_is_mine(resource) && fl_queue_is_head())
 		return false;
-	return fl_queue_length(resource) > 0 && !fl_lease_holds(resource, owner);
+	return fl_queue_length(resource) > 0 && !fl_lease_holds(resource, owner, NULL);
 }
 
 /*
@@ -148,7 +148,8 @@ fl_queued_ahead(text *resource, text *owner)
  * every resource was granted.  Otherwise the subtransaction is rolled back, so nothing of the
  * round (no grant, no row lock) survives it.  Grants are counted once kept.  Returns -1 when all
  * were granted, else the index of the first resource not had; *holder_expires is then when its
- * holder's lease runs out (0 when unknown).
+ * holder's lease runs out (0 when unknown).  VALUE (NULL: none) is set on each grant (acquire's
+ * value; acquire_all has none).
  *
  * A round before DEADLINE (a waiting acquire) may wait for another transaction's row lock on a
  * lease row (a release that has not committed yet), but no longer than until the deadline (issue
@@ -156,7 +157,7 @@ fl_queued_ahead(text *resource, text *owner)
  * round at the deadline (wait => '0') waits for no row lock at all (fl_try_acquire's NOWAIT).
  */
 static int
-fl_round(text **res, int n, text *owner, int64 ttl, bool fair, TimestampTz deadline,
+fl_round(text **res, int n, text *owner, int64 ttl, Jsonb *value, bool fair, TimestampTz deadline,
 		 FlGrant *grants, TimestampTz *holder_expires)
 {
 	FlSubxact x;
@@ -178,7 +179,8 @@ fl_round(text **res, int n, text *owner, int64 ttl, bool fair, TimestampTz deadl
 				busy = i;
 			else
 			{
-				fl_try_acquire(res[i], owner, ttl, FL_API_0_2, true, left_ms <= 0, &grants[i]);
+				fl_try_acquire(res[i], owner, ttl, FL_API_0_2, true, left_ms <= 0, value,
+							   &grants[i]);
 				if (!grants[i].granted)
 				{
 					busy = i;
@@ -234,7 +236,8 @@ fl_refuse_snapshot_wait(void)
  * leaving) tries the whole set again.  A newcomer queues behind waiters already there.
  */
 static bool
-fl_acquire_set(text **res, int n, text *owner, int64 ttl, TimestampTz deadline, FlGrant *grants)
+fl_acquire_set(text **res, int n, text *owner, int64 ttl, Jsonb *value, TimestampTz deadline,
+			   FlGrant *grants)
 {
 	TimestampTz start = GetCurrentTimestamp();
 	bool once = deadline <= start;
@@ -263,7 +266,8 @@ fl_acquire_set(text **res, int n, text *owner, int64 ttl, TimestampTz deadline, 
 				/* A waiter whose client is gone must not take the lease it was woken for. */
 				if (waited)
 					fl_check_client();
-				busy = fl_round(res, n, owner, ttl, !once, deadline, grants, &holder_expires);
+				busy =
+					fl_round(res, n, owner, ttl, value, !once, deadline, grants, &holder_expires);
 				if (busy < 0)
 				{
 					granted = true;
@@ -335,6 +339,7 @@ fl_acquire_wait_sql(FunctionCallInfo fcinfo, bool session)
 	text *owner = fl_arg_owner(fcinfo, 1);
 	int64 ttl = fl_arg_ttl(fcinfo, 2);
 	int64 wait = fl_arg_wait(fcinfo, 3, FL_WAIT_HINT);
+	Jsonb *value = fl_arg_value(fcinfo, 5); /* 0.4.0's acquire */
 	FlGrant g;
 
 	bool granted;
@@ -345,7 +350,7 @@ fl_acquire_wait_sql(FunctionCallInfo fcinfo, bool session)
 	fl_grant_session = session ? fl_session_id() : 0;
 	PG_TRY();
 	{
-		granted = fl_acquire_set(&resource, 1, owner, ttl, GetCurrentTimestamp() + wait, &g);
+		granted = fl_acquire_set(&resource, 1, owner, ttl, value, GetCurrentTimestamp() + wait, &g);
 	}
 	PG_FINALLY();
 	{
@@ -468,7 +473,7 @@ fencelock_acquire_all(PG_FUNCTION_ARGS)
 	}
 
 	/* All or none: a round that does not get every resource is rolled back (fl_acquire_set). */
-	if (!fl_acquire_set(sorted, n, owner, ttl, deadline, grants))
+	if (!fl_acquire_set(sorted, n, owner, ttl, NULL, deadline, grants))
 		PG_RETURN_NULL();
 	for (int i = 0; i < n; i++)
 		fences[order[i] - resources] = Int64GetDatum(grants[i].fence);

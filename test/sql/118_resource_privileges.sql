@@ -52,6 +52,7 @@ SELECT fencelock.renew('order-scan', 'w', '1 min');
 SELECT fencelock.renew('order-scan', 'w', '1 min', 1);
 SELECT fencelock.release('order-scan', 'w');
 SELECT fencelock.release('order-scan', 'w', 1);
+SELECT fencelock.set_value('order-scan', 'w', '"mallory was here"');
 SELECT fencelock.release_all(ARRAY['mallory-own', 'order-scan'], 'w');
 SELECT fencelock.assert_fence('order-scan', 1);
 INSERT INTO orders VALUES (2, 'mallory', 1);
