@@ -17,6 +17,10 @@
  *          UPDATE, so no answer has to come back before the write; the release in the same
  *          transaction spares the grant its forced flush.  Busy: acquire answers NULL, the
  *          UPDATE changes nothing, the release answers false.
+ *   flx    the whole cycle in one statement, autocommit: UPDATE t SET ..., last_fence = a.f FROM
+ *          (SELECT fencelock.acquire_xact(k, owner) AS f) AS a WHERE id = k AND a.f IS NOT NULL.
+ *          The transaction's own grant: nothing to release, the commit frees the lease.  Busy:
+ *          acquire_xact answers NULL, the UPDATE changes nothing.
  *   redis  Redis + PostgreSQL: one Lua script (SET lock:k owner NX PX ttl, then INCR fence:k: the
  *          token), the conditional UPDATE ... AND last_fence < $token on a table without the fence
  *          trigger, then EVALSHA compare-and-delete
@@ -69,11 +73,12 @@ enum contender
 	FL3,
 	FL2,
 	FL1,
+	FLX,
 	REDIS,
 	ETCD,
 	ZK
 };
-static const char *const names[] = {"fl3", "fl2", "fl1", "redis", "etcd", "zk"};
+static const char *const names[] = {"fl3", "fl2", "fl1", "flx", "redis", "etcd", "zk"};
 
 static enum contender who;
 static int nclients = 2;
@@ -124,7 +129,7 @@ next_random(unsigned *seed)
 static const char *
 table_of(enum contender c)
 {
-	static const char *const t[] = {"seed_fl3",   "seed_fl2",  "seed_fl1",
+	static const char *const t[] = {"seed_fl3",   "seed_fl2",  "seed_fl1", "seed_flx",
 									"seed_redis", "seed_etcd", "seed_zk"};
 	return t[c];
 }
@@ -156,7 +161,7 @@ pg_prepare(PGconn *c, const char *name, const char *fmt)
 static void
 pg_prepare_all(PGconn *c, int safety)
 {
-	if (who <= FL1)
+	if (who <= FLX)
 	{
 		pg_prepare(c, "acq", "SELECT fencelock.acquire($1, $2, $3::interval)");
 		pg_prepare(c, "upd", "UPDATE %s SET last_fence = $2, writes = writes + 1 WHERE id = $1");
@@ -166,6 +171,10 @@ pg_prepare_all(PGconn *c, int safety)
 				   "FROM (SELECT fencelock.acquire($1, $2, $3::interval) AS f) AS a "
 				   "WHERE id = $4 AND a.f IS NOT NULL");
 		pg_prepare(c, "rel1", "SELECT fencelock.release($1, $2)");
+		pg_prepare(c, "updx",
+				   "UPDATE %s SET last_fence = a.f, writes = writes + 1 "
+				   "FROM (SELECT fencelock.acquire_xact($1, $2) AS f) AS a "
+				   "WHERE id = $3 AND a.f IS NOT NULL");
 		/* The safety row: the cycle's write (the trigger is its condition) and the naive one. */
 		if (safety)
 		{
@@ -488,7 +497,7 @@ static int
 lock_take(Client *cl, long k)
 {
 	snprintf(cl->owner, sizeof(cl->owner), "%llu", (unsigned long long) next_random(&cl->seed));
-	if (who <= FL1)
+	if (who <= FLX)
 	{
 		char ttl[32];
 		const char *p[3] = {cl->resource, cl->owner, ttl};
@@ -643,7 +652,21 @@ cycle(Client *cl, long k)
 {
 	char id[32], tok[32], ttl[32];
 
-	snprintf(cl->resource, sizeof(cl->resource), who <= FL1 ? "seed:%ld" : "%ld", k);
+	snprintf(cl->resource, sizeof(cl->resource), who <= FLX ? "seed:%ld" : "%ld", k);
+	if (who == FLX)
+	{
+		const char *p[3] = {cl->resource, cl->owner, id};
+		PGresult *r;
+		int wrote;
+
+		snprintf(cl->owner, sizeof(cl->owner), "%llu", (unsigned long long) next_random(&cl->seed));
+		snprintf(id, sizeof(id), "%ld", k);
+		r = pg_exec(cl->pg, "updx", 3, p);
+		wrote = pg_changed(r);
+		PQclear(r);
+		cl->writes += wrote;
+		return wrote;
+	}
 	if (who == FL1)
 	{
 		Stmt s[2] = {{"upd1", 4, {cl->resource, cl->owner, ttl, id}, NULL},
@@ -745,7 +768,7 @@ verify(void)
 	client_open(&cl, 0, 30000);
 	if (who == FL2 || who == FL1)
 		PQexitPipelineMode(cl.pg);
-	if (who <= FL1)
+	if (who <= FLX)
 		snprintf(
 			sql, sizeof(sql),
 			"SELECT id, last_fence, writes, coalesce(fencelock.current_fence('seed:' || id), 0) "
@@ -757,7 +780,7 @@ verify(void)
 	rows = PQexec(cl.pg, sql);
 	if (PQresultStatus(rows) != PGRES_TUPLES_OK)
 		die("verify: %s", PQerrorMessage(cl.pg));
-	if (who <= FL1)
+	if (who <= FLX)
 	{
 		PGresult *r = PQexec(cl.pg, "SELECT count(*) FROM fencelock.lease WHERE resource LIKE "
 									"'seed:%' AND owner IS NOT NULL AND expires_at > now()");
@@ -854,7 +877,7 @@ take_key0(Client *cl)
 {
 	double deadline = now_s() + 15;
 
-	snprintf(cl->resource, sizeof(cl->resource), who <= FL1 ? "seed:%d" : "%d", 0);
+	snprintf(cl->resource, sizeof(cl->resource), who <= FLX ? "seed:%d" : "%d", 0);
 	while (!lock_take(cl, 0))
 	{
 		if (now_s() > deadline)
@@ -878,7 +901,7 @@ safety(const char *form)
 
 	if (!naive && strcmp(form, "cond") != 0)
 		die("-S cond or -S naive");
-	if (who == FL1 || who == FL2)
+	if (who == FL1 || who == FL2 || who == FLX)
 		who = FL3; /* the same lease and trigger: the safety row is the form-independent part */
 	if (who == REDIS)
 		redis_load_scripts();
@@ -1012,7 +1035,7 @@ main(int argc, char **argv)
 				safety_form = optarg;
 				break;
 			default:
-				fprintf(stderr, "usage: seed -C fl3|fl2|fl1|redis|etcd|zk [-c clients] "
+				fprintf(stderr, "usage: seed -C fl3|fl2|fl1|flx|redis|etcd|zk [-c clients] "
 								"[-T seconds] [-n keys] [-t ttl_ms] [-r port] [-e url] [-z "
 								"host:port] [-V | -I | -S cond|naive]\n");
 				return 2;
@@ -1023,7 +1046,7 @@ main(int argc, char **argv)
 			break;
 	if (contender == NULL || who > ZK || nclients < 1 || nkeys < 1 || seconds <= 0 || ttl_ms < 1)
 	{
-		fprintf(stderr, "seed: bad arguments (-C is one of fl3 fl2 fl1 redis etcd zk)\n");
+		fprintf(stderr, "seed: bad arguments (-C is one of fl3 fl2 fl1 flx redis etcd zk)\n");
 		return 2;
 	}
 	curl_global_init(CURL_GLOBAL_DEFAULT);

@@ -18,7 +18,7 @@
 #
 # Environment: SEED_ROUNDS (3), SEED_SECONDS (10), SEED_WARMUP (seconds per contender before a
 # cell's first round: 2, or 1 when SEED_SECONDS < 5), SEED_CLIENTS ("2 8 32"), SEED_MODES
-# ("durable cpu"), SEED_CONTENDERS ("fl3 fl2 fl1 redis etcd zk"), SEED_KEYS (1000), SEED_PORT
+# ("durable cpu"), SEED_CONTENDERS ("fl3 fl2 fl1 flx redis etcd zk"), SEED_KEYS (1000), SEED_PORT
 # (55200: six ports from it), SEED_OUT (also write the report to this file), SEED_BUILD (1: build
 # and install fencelock first, as bench/run.sh does; 0: use the installed one), SEED_SAFETY (1),
 # BENCH_KEEP=1 (keep the temporary directory).
@@ -36,7 +36,7 @@ else
 fi
 CLIENT_COUNTS=${SEED_CLIENTS:-2 8 32}
 MODES=${SEED_MODES:-durable cpu}
-CONTENDERS=${SEED_CONTENDERS:-fl3 fl2 fl1 redis etcd zk}
+CONTENDERS=${SEED_CONTENDERS:-fl3 fl2 fl1 flx redis etcd zk}
 KEYS=${SEED_KEYS:-1000}
 BASE=${SEED_PORT:-55200}
 PG_PORT=$BASE
@@ -243,7 +243,7 @@ done
 if [ "${SEED_SAFETY:-1}" = 1 ]; then
 	echo "== [$(($(date +%s) - START)) s] safety row" >&2
 	for c in $CONTENDERS; do
-		case $c in fl2 | fl1) continue ;; esac
+		case $c in fl2 | fl1 | flx) continue ;; esac
 		for form in cond naive; do
 			ttl=1000
 			[ "$c" != etcd ] || ttl=2000 # etcd's shortest lease (1.5 election timeouts, rounded up)
@@ -269,6 +269,7 @@ label() {
 	fl3) echo "fencelock, 3 transactions" ;;
 	fl2) echo "fencelock, acquire then UPDATE+release in one" ;;
 	fl1) echo "fencelock, the cycle in one transaction" ;;
+	flx) echo "fencelock, the cycle in one statement (acquire_xact)" ;;
 	redis) echo "Redis + PG" ;;
 	etcd) echo "etcd + PG" ;;
 	zk) echo "ZooKeeper + PG" ;;
@@ -347,7 +348,7 @@ report() {
 		echo "| contender | with the token condition | naive write (no condition) |"
 		echo "|---|---|---|"
 		for c in $CONTENDERS; do
-			case $c in fl2 | fl1) continue ;; fl3) cell="fencelock (fence_trigger)" ;; *) cell=$(label "$c") ;; esac
+			case $c in fl2 | fl1 | flx) continue ;; fl3) cell="fencelock (fence_trigger)" ;; *) cell=$(label "$c") ;; esac
 			echo "| $cell | ${SAFETY[$c/cond]:-—} | ${SAFETY[$c/naive]:-—} |"
 		done
 	fi
