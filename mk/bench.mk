@@ -35,3 +35,9 @@ bench-claim-wait:
 .PHONY: bench-handoff
 bench-handoff:
 	bash bench/handoff.sh
+
+# Server CPU per cycle at 2, 8 and 32 clients, fencelock's cycles beside floors without it, and
+# the wait events at 32 clients (bench/scale.sh; doc/bench.md, "What scaled badly"). ~3 minutes.
+.PHONY: bench-scale
+bench-scale:
+	bash bench/scale.sh
