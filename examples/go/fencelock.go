@@ -337,20 +337,27 @@ func StepConn(ctx context.Context, c *pgx.Conn, resource string, o Options, fn f
 		}
 		err = Translate(err)
 	}()
-	if _, err = c.Exec(ctx, "BEGIN"); err != nil { // READ COMMITTED unless the session says otherwise
-		return err
-	}
-	// The timeout only counts while the session is idle in the transaction, so it can be set in
-	// the acquire's statement.
 	ms := o.TTL.Milliseconds()
 	if ms < 1 {
 		ms = 1
 	}
+	// BEGIN (READ COMMITTED unless the session says otherwise) and the acquire in one round trip.
+	// The timeout only counts while the session is idle in the transaction, so it can be set in
+	// the acquire's statement.
+	start := &pgx.Batch{}
+	start.Queue("BEGIN")
+	start.Queue("SELECT pg_catalog.set_config('idle_in_transaction_session_timeout', $1, true), "+
+		"fencelock.acquire($2, $3, pg_catalog.make_interval(secs => $4), pg_catalog.make_interval(secs => $5))",
+		fmt.Sprint(ms), resource, o.Owner, o.TTL.Seconds(), o.Wait.Seconds())
 	var fence *int64
 	var timeout string
-	err = c.QueryRow(ctx, "SELECT pg_catalog.set_config('idle_in_transaction_session_timeout', $1, true), "+
-		"fencelock.acquire($2, $3, pg_catalog.make_interval(secs => $4), pg_catalog.make_interval(secs => $5))",
-		fmt.Sprint(ms), resource, o.Owner, o.TTL.Seconds(), o.Wait.Seconds()).Scan(&timeout, &fence)
+	br := c.SendBatch(ctx, start)
+	if _, err = br.Exec(); err == nil {
+		err = br.QueryRow().Scan(&timeout, &fence)
+	}
+	if cerr := br.Close(); err == nil {
+		err = cerr
+	}
 	if err != nil {
 		return err
 	}
@@ -364,7 +371,7 @@ func StepConn(ctx context.Context, c *pgx.Conn, resource string, o Options, fn f
 	b := &pgx.Batch{} // the release and the COMMIT in one round trip
 	b.Queue("SELECT fencelock.release($1, $2, $3::pg_catalog.int8)", resource, o.Owner, *fence)
 	b.Queue("COMMIT")
-	br := c.SendBatch(ctx, b)
+	br = c.SendBatch(ctx, b)
 	_, err = br.Exec()
 	if err == nil {
 		_, err = br.Exec()

@@ -191,13 +191,18 @@ export async function fencedStep(clientOrConfig, resource, fn, { ttl = 30, wait 
   let committing = false;
   try {
     if (own) await client.connect();
-    await client.query('BEGIN'); // READ COMMITTED unless the session says otherwise
-    // The timeout only counts while the session is idle in the transaction, so it can be set in
-    // the acquire's statement.
-    const { rows } = await client.query(
-      "SELECT pg_catalog.set_config('idle_in_transaction_session_timeout', $1, true), " +
-      'fencelock.acquire($2, $3, make_interval(secs => $4), make_interval(secs => $5)) AS f',
-      [String(Math.max(1, Math.round(ttl * 1000))), resource, owner, ttl, wait]);
+    const secs = (s) => { // a number, to go into the query's text
+      if (!Number.isFinite(Number(s)) || Number(s) < 0) throw new TypeError(`not seconds: ${s}`);
+      return Number(s);
+    };
+    // BEGIN (READ COMMITTED unless the session says otherwise) and the acquire in one round trip:
+    // one simple query of two statements.  The timeout only counts while the session is idle in
+    // the transaction, so it can be set in the acquire's statement.
+    const [, { rows }] = await client.query('BEGIN; ' +
+      "SELECT pg_catalog.set_config('idle_in_transaction_session_timeout', " +
+      `'${Math.max(1, Math.round(secs(ttl) * 1000))}', true), ` +
+      `fencelock.acquire(${client.escapeLiteral(resource)}, ${client.escapeLiteral(owner)}, ` +
+      `make_interval(secs => ${secs(ttl)}), make_interval(secs => ${secs(wait)})) AS f`);
     if (rows[0].f === null) throw new Busy(`${resource} is held by another owner`);
     const fence = BigInt(rows[0].f);
     const result = await fn(client, fence);

@@ -186,15 +186,16 @@ def _step(conn, resource, fn, ttl, wait, owner):
     committing = False
     try:
         with translated():
-            if conn.autocommit:
-                conn.execute("BEGIN")  # READ COMMITTED unless the session says otherwise
-            # The timeout only counts while the session is idle in the transaction, so it can
-            # be set in the acquire's statement.
-            fence = conn.execute(
-                "SELECT pg_catalog.set_config('idle_in_transaction_session_timeout', %s, true),"
-                " fencelock.acquire(%s, %s, %s::interval, %s::interval)",
-                [str(max(1, round(ttl * 1000))), resource, owner, f"{ttl} s",
-                 f"{wait} s"]).fetchone()[1]
+            with conn.pipeline():  # BEGIN and the acquire in one round trip
+                if conn.autocommit:
+                    conn.execute("BEGIN")  # READ COMMITTED unless the session says otherwise
+                # The timeout only counts while the session is idle in the transaction, so it
+                # can be set in the acquire's statement.
+                fence = conn.execute(
+                    "SELECT pg_catalog.set_config('idle_in_transaction_session_timeout', %s, true),"
+                    " fencelock.acquire(%s, %s, %s::interval, %s::interval)",
+                    [str(max(1, round(ttl * 1000))), resource, owner, f"{ttl} s",
+                     f"{wait} s"]).fetchone()[1]
             if fence is None:
                 raise Busy(f"{resource} is held by another owner")
             result = fn(conn, fence)
