@@ -37,7 +37,7 @@ run() {
 	t1=$(pg_ticks)
 	[ -n "$n" ] && [ "$n" -gt 0 ] || { echo "scale: $1 at $2 clients did no cycle" >&2; exit 1; }
 	awk -v n="$n" -v s="$SECS" -v d="$((t1 - t0))" -v tick="$TICK" \
-		'BEGIN { printf "%.0f %.0f", n / s, d / tick * 1e6 / n }'
+		'BEGIN { printf "%.0f %.0f\n", n / s, d / tick * 1e6 / n }'
 }
 
 declare -A CPU RATE

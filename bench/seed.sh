@@ -3,7 +3,7 @@
 # business row carrying the lock's token, release; fencelock against Redis, etcd and ZooKeeper,
 # each paired with the same PostgreSQL.  bench/seed.c is the client of every contender.
 #
-#   make bench-seed                                  3 rounds of 10 s per cell (~25 minutes)
+#   make bench-seed                                  3 rounds of 10 s per cell (~36 minutes)
 #   SEED_ROUNDS=1 SEED_SECONDS=2 make bench-seed     smoke run (~4 minutes)
 #
 # As root.  Installs what is missing (Debian 12: redis-server, etcd-server, zookeeper and the C
@@ -292,7 +292,7 @@ report() {
 	echo "ZooKeeper $(dpkg-query -W -f='${Version}' zookeeper 2>/dev/null) (C client libzookeeper_mt), $(java -version 2>&1 | head -1)."
 	echo "Every run verified: rows updated = cycles, no token above the service's, nothing left locked."
 	echo "Mode durable: fsync, synchronous_commit on; Redis appendfsync always; etcd, ZooKeeper fsync (defaults)."
-	echo "Mode CPU: fsync, synchronous_commit off (acquire still commits synchronously, without fsync);"
+	echo "Mode CPU: fsync, synchronous_commit off (a grant committed on its own still flushes, without fsync; one released in its own transaction does not);"
 	echo "Redis without AOF; ZooKeeper forceSync=no; etcd 3.4 still fsyncs (no --unsafe-no-fsync before 3.5)."
 	echo
 	echo "Cycles per second (median of $ROUNDS rounds); ratio: the best fencelock form ÷ the best other contender."
