@@ -3,7 +3,7 @@
 # business row carrying the lock's token, release; fencelock against Redis, etcd and ZooKeeper,
 # each paired with the same PostgreSQL.  bench/seed.c is the client of every contender.
 #
-#   make bench-seed                                  3 rounds of 10 s per cell (~36 minutes)
+#   make bench-seed                                  3 rounds of 10 s per cell (~25 minutes)
 #   SEED_ROUNDS=1 SEED_SECONDS=2 make bench-seed     smoke run (~4 minutes)
 #
 # As root.  Installs what is missing (Debian 12: redis-server, etcd-server, zookeeper and the C

@@ -1,7 +1,7 @@
 # Benchmarks against what users would pick instead (bench/run.sh, doc/bench.md).  Not part of CI.
 # Included by the top-level Makefile after PGXS.
 #
-#   make bench                                   the full run (~14 + ~36 minutes), as root
+#   make bench                                   the full run (~14 + ~25 minutes), as root
 #   BENCH_ROUNDS=1 BENCH_SECONDS=2 SEED_ROUNDS=1 SEED_SECONDS=2 make bench    smoke run (~6 minutes)
 #
 # bench/run.sh's rows, then the seed's workload (bench/seed.sh) with the fencelock run.sh built
@@ -14,7 +14,7 @@ bench:
 	SEED_BUILD=0 bash bench/seed.sh
 
 # The seed's workload alone (bench/seed.sh, issue 28): lock a key, write its row with the token,
-# release; fencelock against Redis, etcd and ZooKeeper, 2/8/32 clients, durable and CPU. ~36 minutes.
+# release; fencelock against Redis, etcd and ZooKeeper, 2/8/32 clients, durable and CPU. ~25 minutes.
 .PHONY: bench-seed
 bench-seed:
 	bash bench/seed.sh
