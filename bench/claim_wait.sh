@@ -11,6 +11,7 @@ cd "$(dirname "$0")/.."
 . scripts/lib.sh
 
 PORT=${BENCH_PG_PORT:-54371}
+. bench/lib.sh # pg_ticks (after PORT: lib.sh gives BENCH_PG_PORT its own default)
 WORKERS=${CW_WORKERS:-8}
 JOBS=${CW_JOBS:-400}
 INTERVAL=${CW_INTERVAL_MS:-25}
@@ -32,16 +33,6 @@ q -c "CREATE EXTENSION fencelock" -c "CREATE TABLE lat_jobs (id int PRIMARY KEY,
 	-c "SELECT fencelock.enable_tasks('lat_jobs')" \
 	-c "CREATE FUNCTION lat_notify() RETURNS trigger LANGUAGE plpgsql AS
 		\$\$ BEGIN NOTIFY fencelock_jobs; RETURN NULL; END \$\$" >/dev/null
-
-pg_ticks() {
-	local pm
-	pm=$(head -1 "$dir/data/postmaster.pid")
-	{ cat /proc/[0-9]*/stat 2>/dev/null || true; } | awk -v pm="$pm" '{
-		pid = $1; s = $0; sub(/^.*\) /, "", s); split(s, f, " ")
-		if (pid == pm) t += f[12] + f[13] + f[14] + f[15]
-		else if (f[2] == pm) t += f[12] + f[13]
-	} END { print t + 0 }'
-}
 
 echo "| round | mode | jobs | median ms | p90 ms | p99 ms | max ms | claims without a row | server CPU µs per job |"
 echo "|---|---|---|---|---|---|---|---|---|"

@@ -34,3 +34,17 @@ bench_load() {
 		q -d bench -v queue="$queue" -f bench/claim_setup.sql
 	fi
 }
+
+# Server CPU in clock ticks, for a delta around a run.  pg_ticks: the postmaster of the cluster in
+# $dir/data, its live children and its reaped children (cutime/cstime).  proc_ticks PID: one
+# process (all its threads: utime + stime).
+pg_ticks() {
+	local pm
+	pm=$(head -1 "$dir/data/postmaster.pid")
+	{ cat /proc/[0-9]*/stat 2>/dev/null || true; } | awk -v pm="$pm" '{
+		pid = $1; s = $0; sub(/^.*\) /, "", s); split(s, f, " ")
+		if (pid == pm) t += f[12] + f[13] + f[14] + f[15]
+		else if (f[2] == pm) t += f[12] + f[13]
+	} END { print t + 0 }'
+}
+proc_ticks() { awk '{ s = $0; sub(/^.*\) /, "", s); split(s, f, " "); print f[12] + f[13] }' "/proc/$1/stat"; }

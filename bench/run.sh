@@ -65,19 +65,8 @@ fl_cluster_start "$dir" "$PG_PORT" \
 	"log_min_messages = warning"
 
 # ---------------------------------------------------------------------------------------------
-# Server CPU: the postmaster, its live children and its reaped children (cutime/cstime), in
-# clock ticks.  A delta around a run is the CPU the whole server spent on it.
-pg_ticks() {
-	local pm
-	pm=$(head -1 "$dir/data/postmaster.pid")
-	{ cat /proc/[0-9]*/stat 2>/dev/null || true; } | awk -v pm="$pm" '{
-		pid = $1; s = $0; sub(/^.*\) /, "", s); split(s, f, " ")
-		if (pid == pm) t += f[12] + f[13] + f[14] + f[15]
-		else if (f[2] == pm) t += f[12] + f[13]
-	} END { print t + 0 }'
-}
-redis_ticks() { awk '{ s = $0; sub(/^.*\) /, "", s); split(s, f, " "); print f[12] + f[13] }' \
-	"/proc/$REDIS_PID/stat"; }
+# Server CPU: pg_ticks and proc_ticks (bench/lib.sh).
+redis_ticks() { proc_ticks "$REDIS_PID"; }
 
 # ---------------------------------------------------------------------------------------------
 # Results: RATE[key] and CPU[key] hold one value per round, space-separated.

@@ -107,6 +107,7 @@ for my $file (sort keys %exists) {
 		# Paths named in prose and comments: a folder of the repository, then a file name.
 		while ($text =~ m{(?<![\w./-])($top/[^\s'"`(),;|]+)}g) {
 			my $path = $1;
+			$path =~ s/#[\w-]*$//;    # a section of a document: the link check above checks it
 			$path =~ s/[.:]+$//;
 			next if $path =~ /[*<>\[\]\$?{}]|NNN|NAME|XXX/;    # patterns, variables, placeholders
 			next if $path =~ m{^(src/(test|include|backend|makefiles|interfaces|tools)|contrib/dblink)(/|$)};   # PostgreSQL's own source tree

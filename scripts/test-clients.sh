@@ -229,6 +229,70 @@ run_lang() {
 		   "done|worker-b|2|step-12|worker-b'"'"'s result" ]' "$out/task-a" "$out/task-b"
 	expect "$lang: walkthrough: the refusal is counted in fencelock.table_stats" \
 		'[ "$(q -c "SELECT stale_rejected FROM fencelock.table_stats WHERE \"table\" = '"'tasks_$lang'"'::regclass")" -ge 1 ]'
+
+	one_step "$lang" "$job"
+}
+
+# one_step LANG JOB: the one-step form (fenced-job --one-step: grant, writes and release in one
+# transaction, no watchdog).  The lease of report:LANG is free when it starts.
+one_step() {
+	local lang=$1 job=$2 res="report:$1" out=$work/$1 f1 f2 fp fn st st2 n1 n2 pa
+	fence_of() { sed -n "s/.*acquired .* with fence \([0-9]*\)/\1/p" "$1"; }
+	row() { q -c "SELECT step || ':' || written_by || ':' || last_fence FROM report_runs WHERE resource = '$res'"; }
+	state() { q -c "SELECT state FROM fencelock.leases WHERE resource = '$res'"; }
+
+	timeout 30 $job --resource "$res" --name step --ttl 5 --steps 2 --work 0 --one-step >"$out/step" 2>&1
+	st=$?
+	f1=$(fence_of "$out/step")
+	st2=$(state)
+	n1=$(q -c "SELECT fencelock.acquire('$res', 'after-step', '30 s')")
+	q -c "SELECT fencelock.release('$res', 'after-step')" >/dev/null
+	expect "$lang: one step: its writes land with the granted fence ($f1), afterwards the lease is $st2, the next grant's fence is higher ($n1)" \
+		'[ $st -eq 0 ] && grep -q "step: done; released: [Tt]rue" "$out/step" && [ -n "$f1" ] &&
+		 [ "$(row)" = "2:step:$f1" ] && [ "$st2" = free ] && [ "$n1" -gt "$f1" ]' "$out/step"
+
+	# Paused past its TTL inside the transaction (the work sleeps 3 s, the TTL is 1 s): the
+	# server ends the session (idle_in_transaction_session_timeout), nothing of it remains.
+	timeout 30 $job --resource "$res" --name paused --ttl 1 --steps 2 --work 3 --one-step >"$out/paused" 2>&1
+	st=$?
+	fp=$(fence_of "$out/paused")
+	st2=$(state)
+	timeout 30 $job --resource "$res" --name after-pause --ttl 5 --steps 1 --work 0 --one-step >"$out/after-pause" 2>&1
+	fn=$?
+	expect "$lang: one step paused past its TTL: the server ends its session, the step raises lease lost (exit 3), its write is not in the table, the lease is free ($st2)" \
+		'[ $st -eq 3 ] && [ -n "$fp" ] && grep -q "paused: step 1 written" "$out/paused" &&
+		 grep -q "paused: lease lost, nothing committed: the session ended before the step committed" "$out/paused" &&
+		 ! grep -q "step 2 written" "$out/paused" && [ "$st2" = free ]' "$out/paused"
+	f2=$(fence_of "$out/after-pause")
+	expect "$lang: one step paused past its TTL: the next grant ($f2, after $f1) writes" \
+		'[ $fn -eq 0 ] && [ -n "$f2" ] && [ "$f2" -gt "$f1" ] && [ "$(row)" = "1:after-pause:$f2" ]' "$out/after-pause"
+
+	# The job's function raises after its write: the step rolls back, grant and write alike.
+	timeout 30 $job --resource "$res" --name failing --ttl 5 --steps 2 --work 0 --fail-at 1 --one-step >"$out/failing" 2>&1
+	st=$?
+	expect "$lang: one step whose function raises: nothing of it committed (the row keeps the last write), the lease is free" \
+		'[ $st -eq 5 ] && grep -q "failing: step 1 written" "$out/failing" &&
+		 grep -q "failing: failed, nothing committed: .*failed after step 1" "$out/failing" &&
+		 [ "$(row)" = "1:after-pause:$f2" ] && [ "$(state)" = free ]' "$out/failing"
+
+	# While a step's transaction is open (its function waits for a file, polling the server, so
+	# the session is not idle), a try-once acquire gets NULL, also once the TTL (1 s) has passed.
+	rm -f "$out/hold"
+	$job --resource "$res" --name holder --ttl 1 --steps 1 --work 0 --one-step --hold-file "$out/hold" >"$out/holder" 2>&1 &
+	pa=$!
+	wait_for 'grep -qs "holder: step 1 written" "$out/holder"' 100
+	n1=$(q -c "SELECT coalesce(fencelock.acquire('$res', 'intruder', '30 s')::text, 'NULL')")
+	sleep 1.3 # the grant was before "step 1 written": its TTL has passed
+	n2=$(q -c "SELECT coalesce(fencelock.acquire('$res', 'intruder', '30 s')::text, 'NULL')")
+	touch "$out/hold"
+	finish "$pa"
+	st=$?
+	fp=$(fence_of "$out/holder")
+	fn=$(q -c "SELECT fencelock.acquire('$res', 'after-hold', '30 s')")
+	q -c "SELECT fencelock.release('$res', 'after-hold')" >/dev/null
+	expect "$lang: one step held open: another owner's try-once acquire gets NULL ($n1), also past the TTL ($n2); then the step commits its write and the next grant ($fn) is higher" \
+		'[ "$n1" = NULL ] && [ "$n2" = NULL ] && [ $st -eq 0 ] && grep -q "holder: done" "$out/holder" &&
+		 [ "$(row)" = "1:holder:$fp" ] && [ "$fn" -gt "$fp" ]' "$out/holder"
 }
 
 typed_errors_py() {

@@ -248,3 +248,12 @@ SELECT l.resource,
        LATERAL (SELECT pg_catalog.clock_timestamp() AS now) AS c,
        LATERAL (SELECT l.owner IS NOT NULL
                    AND (l.session_id IS NULL OR fencelock.session_alive(l.session_id)) AS live) AS s;
+
+-- == one-step jobs (issue 28) ==
+-- The lease for the rest of this transaction: a new fence, or NULL when another owner holds it
+-- (never waits).  The grant is written released and its row stays locked until the transaction
+-- ends: the commit frees the lease, a rollback undoes the grant.  Nothing to release.
+CREATE FUNCTION fencelock.acquire_xact(resource pg_catalog.text, owner pg_catalog.text)
+RETURNS pg_catalog.int8
+AS 'MODULE_PATHNAME', 'fencelock_acquire_xact'
+LANGUAGE C VOLATILE;

@@ -32,6 +32,7 @@
 
 PG_FUNCTION_INFO_V1(fencelock_acquire);
 PG_FUNCTION_INFO_V1(fencelock_acquire_0_2);
+PG_FUNCTION_INFO_V1(fencelock_acquire_xact);
 PG_FUNCTION_INFO_V1(fencelock_renew_0_2);
 PG_FUNCTION_INFO_V1(fencelock_release_0_2);
 PG_FUNCTION_INFO_V1(fencelock_purge_0_2);
@@ -90,7 +91,7 @@ fl_try_acquire(text *resource, text *owner, int64 ttl, FlApi api, bool want_expi
 	Name holder = fl_holder_name();
 
 	fl_lease_grant(resource, owner, now, now + ttl, api, holder, fl_grant_session, want_expiry,
-				   nowait, g);
+				   nowait, false, g);
 	if (!g->granted)
 	{
 		fl_count(FL_BUSY, 1);
@@ -107,7 +108,7 @@ fl_try_acquire(text *resource, text *owner, int64 ttl, FlApi api, bool want_expi
 				  NameStr(*holder), value);
 	else if (value != NULL && fencelock_notify)
 		fl_notify("value_set", resource, g->fence, NameStr(*holder), value);
-	fl_commit_durably();
+	fl_grant_durably(resource, g->fence);
 }
 
 /*
@@ -149,6 +150,45 @@ fl_acquire_sql(FunctionCallInfo fcinfo, FlApi api)
 	if (!g.granted)
 		PG_RETURN_NULL();
 	fl_count_grant(resource, &g);
+	PG_RETURN_INT64(g.fence);
+}
+
+/*
+ * acquire_xact(resource, owner): the lease for the rest of this transaction (0.4.0).  A new fence,
+ * or NULL when another owner holds a live lease or another transaction's grant or row lock is on
+ * the row (it never waits).  Nothing to release: the grant is written released (leasetable.c),
+ * its row locked until the transaction ends; the commit frees the lease, a rollback undoes the
+ * grant.  Nothing for the commit to flush: no one holds the grant after it.  OWNER names the
+ * grant in the history and the notifications.
+ */
+Datum
+fencelock_acquire_xact(PG_FUNCTION_ARGS)
+{
+	text *resource = fl_arg_resource(fcinfo, 0);
+	text *owner = fl_arg_owner(fcinfo, 1);
+	TimestampTz now = GetCurrentTimestamp();
+	Name holder = fl_holder_name();
+	FlGrant g;
+
+	fl_check_resource(resource);
+	fl_lease_grant(resource, owner, now, now, FL_API_0_2, holder, 0, false, true, true, &g);
+	if (!g.granted)
+	{
+		fl_count(FL_BUSY, 1);
+		fl_resstats_count(resource, FL_RES_BUSY);
+		PG_RETURN_NULL();
+	}
+	if (fencelock_notify)
+	{
+		fl_notify(g.how == FL_GRANTED_TAKEOVER ? "taken_over" : "granted", resource, g.fence,
+				  NameStr(*holder), NULL);
+		fl_notify("released", resource, g.fence, NameStr(*holder), NULL);
+	}
+	fl_count_grant(resource, &g);
+	fl_count_at_commit(FL_RELEASES, 1);
+	fl_count_resource_at_commit(resource, FL_RES_RELEASE, g.fence, now, 0, false);
+	/* The next waiter may try once this transaction commits. */
+	fl_queue_wake_at_commit(resource);
 	PG_RETURN_INT64(g.fence);
 }
 
@@ -217,6 +257,7 @@ fl_release(text *resource, text *owner, const int64 *grant, FlApi api)
 		fl_resstats_count(resource, FL_RES_RELEASE_REFUSED);
 		return false;
 	}
+	fl_grant_released(resource, fence);
 	fl_count_at_commit(FL_RELEASES, 1);
 	fl_count_resource_at_commit(resource, FL_RES_RELEASE, fence, GetCurrentTimestamp(), 0, false);
 	if (fencelock_notify)

@@ -99,7 +99,7 @@
 typedef struct FlGrantCall
 {
 	/* what to do */
-	text *owner;
+	text *owner; /* NULL: the transaction's own grant (acquire_xact), written released */
 	TimestampTz now;
 	TimestampTz expires; /* the new deadline */
 	bool v2;             /* the later APIs' rules: lock_delay, how, sessions */
@@ -118,7 +118,7 @@ static bool
 rule_grant(FlLeaseRow *row, void *arg)
 {
 	FlGrantCall *c = arg;
-	bool same_owner = fl_lease_row_owner_is(row, c->owner);
+	bool same_owner = c->owner != NULL && fl_lease_row_owner_is(row, c->owner);
 	bool same_live = same_owner && !row->expires_null && row->expires > c->now;
 	TimestampTz deadline = row->expires;
 
@@ -165,7 +165,7 @@ rule_grant(FlLeaseRow *row, void *arg)
 		row->set |= FL_SET_FENCE | FL_SET_ACQUIRED_AT;
 	}
 	row->owner = PointerGetDatum(c->owner);
-	row->owner_null = false;
+	row->owner_null = c->owner == NULL;
 	row->expires = c->expires;
 	row->holder = c->holder;
 	row->set |= FL_SET_OWNER | FL_SET_EXPIRES | FL_SET_HOLDER;
@@ -515,21 +515,36 @@ grant_by_statement(int v, bool update, bool nowait, Datum *values, const char *n
 				  : fl_run_or_undo(&grant_update[v], values, nulls);
 }
 
+/* The history of a grant; the transaction's own grant ends where it starts, released. */
+static void
+history_grant(text *resource, text *owner, bool xact, FlGrant *g)
+{
+	fl_history_grant(resource, owner, g);
+	if (xact)
+		fl_history_update(resource, g->fence, g->granted_at, g->granted_at, true);
+}
+
 /*
  * One attempt at a grant of RESOURCE to OWNER until EXPIRES, without waiting for the lease; fills
  * *g (on a busy resource with want_expiry, also the holder's deadline, 0 when unknown), records
  * the grant in the history.  NOWAIT (a try-once acquire): busy rather than wait for another
  * transaction's change or row lock on the lease row.  The row is changed directly where that is
  * equivalent; otherwise, and to insert a resource's first row, by the statements.
+ *
+ * XACT (acquire_xact): the transaction's own grant.  The rule is the same with nobody as the
+ * owner and the grant's own moment as its deadline, so the row is written as a lease released at
+ * once: a new fence, owner NULL.  The row stays locked by this transaction until it ends, which
+ * is what holds the lease: no other owner is granted it before the commit (which frees it) or the
+ * rollback (which undoes the grant).  OWNER then names the grant in the history only.
  */
 void
 fl_lease_grant(text *resource, text *owner, TimestampTz now, TimestampTz expires, FlApi api,
-			   Name holder, int64 session, bool want_expiry, bool nowait, FlGrant *g)
+			   Name holder, int64 session, bool want_expiry, bool nowait, bool xact, FlGrant *g)
 {
 	Interval delay = {.time = (int64) fencelock_lock_delay_ms * 1000};
-	FlGrantCall c = {.owner = owner,
+	FlGrantCall c = {.owner = xact ? NULL : owner,
 					 .now = now,
-					 .expires = expires,
+					 .expires = xact ? now : expires,
 					 .v2 = api != FL_API_0_1,
 					 .base = fl_timeline_base(),
 					 .holder = holder,
@@ -548,7 +563,7 @@ fl_lease_grant(text *resource, text *owner, TimestampTz now, TimestampTz expires
 
 	memset(g, 0, sizeof(*g));
 	g->granted_at = now;
-	g->expires_at = expires;
+	g->expires_at = c.expires;
 	if (direct == FL_ROW_BUSY)
 		return;
 	if (direct == FL_ROW_CHANGED || direct == FL_ROW_REFUSED)
@@ -561,16 +576,17 @@ fl_lease_grant(text *resource, text *owner, TimestampTz now, TimestampTz expires
 		if (g->granted && g->is_new && api != FL_API_0_1 && fencelock_history)
 		{
 			fl_begin(&s);
-			fl_history_grant(resource, owner, g);
+			history_grant(resource, owner, xact, g);
 			fl_end(&s);
 		}
 		return;
 	}
 
 	values[0] = PointerGetDatum(resource);
-	values[1] = PointerGetDatum(owner);
+	values[1] = PointerGetDatum(c.owner);
+	nulls[1] = c.owner != NULL ? ' ' : 'n';
 	values[2] = TimestampTzGetDatum(now);
-	values[3] = TimestampTzGetDatum(expires);
+	values[3] = TimestampTzGetDatum(c.expires);
 	values[4] = Int64GetDatum(c.base);
 	values[5] = NameGetDatum(holder);
 	values[6] = IntervalPGetDatum(&delay);
@@ -591,7 +607,7 @@ fl_lease_grant(text *resource, text *owner, TimestampTz now, TimestampTz expires
 		if (inserted)
 			g->fence = fl_lease_above_floor(values[0], g->fence);
 		if (api != FL_API_0_1 && g->is_new && fencelock_history)
-			fl_history_grant(resource, owner, g);
+			history_grant(resource, owner, xact, g);
 	}
 	else if (want_expiry && !busy && fl_run(&holder_expiry, values, NULL, false) == 1)
 		g->holder_expires = DatumGetTimestampTz(

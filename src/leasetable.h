@@ -14,7 +14,7 @@
 /* Grants, renewals, releases: the direct path where it is equivalent, else the statements */
 extern void fl_lease_grant(text *resource, text *owner, TimestampTz now, TimestampTz expires,
 						   FlApi api, Name holder, int64 session, bool want_expiry, bool nowait,
-						   FlGrant *g);
+						   bool xact, FlGrant *g);
 extern int64 fl_lease_owner_change(text *resource, text *owner, const int64 *grant, TimestampTz now,
 								   TimestampTz expires, bool release, FlApi api);
 extern bool fl_lease_holds(text *resource, text *owner, int64 *fence);

@@ -282,3 +282,112 @@ func (l *Lease) Release(ctx context.Context) (released bool, err error) {
 	l.mu.Unlock()
 	return released, err
 }
+
+// Step runs a one-step job (take the lock, write rows carrying the fence, release) as one
+// transaction on a connection of its own (connString "" means the PG* environment variables),
+// without a watchdog:
+//
+//	err := fencelock.Step(ctx, "", "report:daily", fencelock.Options{TTL: 30 * time.Second},
+//		func(c *pgx.Conn, fence int64) error {
+//			_, err := c.Exec(ctx, "UPDATE reports SET total = total + 1, last_fence = $1 WHERE id = 1", fence)
+//			return err
+//		})
+//
+// BEGIN; SET LOCAL idle_in_transaction_session_timeout = TTL; acquire; fn's writes (carry the
+// fence); release and COMMIT in one round trip (a pgx Batch). The open transaction keeps the
+// grant's row locked, so no other owner gets the lease before it ends (a try-once acquire answers
+// NULL, a waiting one waits), also past the TTL; grant, writes and release commit or vanish
+// together. A step idle in its transaction for longer than the TTL (a paused process) is ended by
+// the server: its writes roll back, the lease is free again, and Step returns ErrLeaseLost.
+// ErrBusy when another owner holds the lease (after Wait); FL001/FL002 as ErrStaleFence/
+// ErrUnfenced; on any error (also fn's, returned as it is) the transaction is rolled back.
+func Step(ctx context.Context, connString, resource string, o Options, fn func(c *pgx.Conn, fence int64) error) error {
+	c, err := pgx.Connect(ctx, connString)
+	if err != nil {
+		return err
+	}
+	defer c.Close(context.Background())
+	return StepConn(ctx, c, resource, o, fn)
+}
+
+// StepConn is Step on c, a connection outside a transaction. fn runs on c inside the
+// transaction and must not commit or roll back.
+func StepConn(ctx context.Context, c *pgx.Conn, resource string, o Options, fn func(c *pgx.Conn, fence int64) error) (err error) {
+	if o.TTL <= 0 {
+		o.TTL = 30 * time.Second
+	}
+	if o.Owner == "" {
+		b := make([]byte, 16)
+		if _, err := rand.Read(b); err != nil {
+			return err
+		}
+		o.Owner = resource + ":" + hex.EncodeToString(b)
+	}
+	committing := false
+	defer func() {
+		if err == nil {
+			return
+		}
+		if !committing && ctx.Err() == nil && sessionEnded(c, err) {
+			err = &Error{Kind: ErrLeaseLost.Kind, Message: "the session ended before the step committed: " + err.Error(), Err: err}
+			return
+		}
+		if !c.IsClosed() {
+			c.Exec(context.Background(), "ROLLBACK")
+		}
+		err = Translate(err)
+	}()
+	ms := o.TTL.Milliseconds()
+	if ms < 1 {
+		ms = 1
+	}
+	// BEGIN (READ COMMITTED unless the session says otherwise) and the acquire in one round trip.
+	// The timeout only counts while the session is idle in the transaction, so it can be set in
+	// the acquire's statement.
+	start := &pgx.Batch{}
+	start.Queue("BEGIN")
+	start.Queue("SELECT pg_catalog.set_config('idle_in_transaction_session_timeout', $1, true), "+
+		"fencelock.acquire($2, $3, pg_catalog.make_interval(secs => $4), pg_catalog.make_interval(secs => $5))",
+		fmt.Sprint(ms), resource, o.Owner, o.TTL.Seconds(), o.Wait.Seconds())
+	var fence *int64
+	var timeout string
+	br := c.SendBatch(ctx, start)
+	if _, err = br.Exec(); err == nil {
+		err = br.QueryRow().Scan(&timeout, &fence)
+	}
+	if cerr := br.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		return err
+	}
+	if fence == nil {
+		return &Error{Kind: ErrBusy.Kind, Message: resource + " is held by another owner"}
+	}
+	if err = fn(c, *fence); err != nil {
+		return err
+	}
+	committing = true
+	b := &pgx.Batch{} // the release and the COMMIT in one round trip
+	b.Queue("SELECT fencelock.release($1, $2, $3::pg_catalog.int8)", resource, o.Owner, *fence)
+	b.Queue("COMMIT")
+	br = c.SendBatch(ctx, b)
+	_, err = br.Exec()
+	if err == nil {
+		_, err = br.Exec()
+	}
+	if cerr := br.Close(); err == nil {
+		err = cerr
+	}
+	return err
+}
+
+// sessionEnded: the server ended the session (idle past the TTL, a terminate, a broken
+// connection).
+func sessionEnded(c *pgx.Conn, err error) bool {
+	var pe *pgconn.PgError
+	if errors.As(err, &pe) && pe.Severity == "FATAL" {
+		return true
+	}
+	return c.IsClosed()
+}

@@ -9,12 +9,18 @@
 //   INSERT INTO report_runs (resource) VALUES ('report:daily');
 //
 //   node fenced-job.mjs --name worker-a --ttl 30 --steps 5 --work 2
+//   node fenced-job.mjs --name worker-a --ttl 30 --steps 1 --one-step
+//
+// --one-step runs the job as fencedStep (one transaction, no watchdog), with --hold-file and
+// --fail-at as in examples/python/fenced_job.py; exit 5 when the job failed (nothing committed).
 //
 // Connection settings come from PG* environment variables.  Exit status: 0 done, 2 busy,
 // 3 lease lost (the watchdog stopped the work), 4 stale fence (a write was refused with FL001).
 import { randomUUID } from 'node:crypto';
 import { parseArgs } from 'node:util';
-import { Busy, Lease, LeaseLost, StaleFence } from './fencelock.mjs';
+import { existsSync } from 'node:fs';
+import { setTimeout as pause } from 'node:timers/promises';
+import { Busy, fencedStep, Lease, LeaseLost, StaleFence } from './fencelock.mjs';
 
 const { values: a } = parseArgs({
   options: {
@@ -24,9 +30,39 @@ const { values: a } = parseArgs({
     wait: { type: 'string', default: '0' }, // seconds to wait for the lease
     steps: { type: 'string', default: '5' },
     work: { type: 'string', default: '1' }, // seconds of work after each write
+    'one-step': { type: 'boolean', default: false }, // one transaction, no watchdog
+    'hold-file': { type: 'string' }, // --one-step: before committing, wait until this exists
+    'fail-at': { type: 'string', default: '0' }, // --one-step: fail after this step
   },
 });
 const say = (msg) => console.log(`${a.name}: ${msg}`);
+
+class JobFailed extends Error {}
+if (a['one-step']) {
+  let status = 0;
+  let outcome = 'done; released: true';
+  try {
+    await fencedStep({}, a.resource, async (client, fence) => {
+      say(`acquired ${a.resource} with fence ${fence}`);
+      for (let step = 1; step <= Number(a.steps); step++) {
+        await client.query('UPDATE report_runs SET step = $1, written_by = $2, last_fence = $3 WHERE resource = $4',
+          [step, a.name, fence, a.resource]);
+        say(`step ${step} written with fence ${fence}`);
+        if (step === Number(a['fail-at'])) throw new JobFailed(`failed after step ${step}`);
+        await pause(Number(a.work) * 1000); // idle in the transaction: past the TTL the server ends it
+      }
+      while (a['hold-file'] && !existsSync(a['hold-file'])) await client.query('SELECT pg_catalog.pg_sleep(0.1)');
+    }, { ttl: Number(a.ttl), wait: Number(a.wait), owner: `${a.name}:${randomUUID()}` });
+  } catch (err) {
+    if (err instanceof Busy) [status, outcome] = [2, `busy: ${err.message}`];
+    else if (err instanceof LeaseLost) [status, outcome] = [3, `lease lost, nothing committed: ${err.message}`];
+    else if (err instanceof StaleFence) [status, outcome] = [4, `stale fence, nothing committed: ${err.message}`];
+    else if (err instanceof JobFailed) [status, outcome] = [5, `failed, nothing committed: ${err.message}`];
+    else throw err;
+  }
+  say(outcome);
+  process.exit(status);
+}
 
 const lease = new Lease({ resource: a.resource, owner: `${a.name}:${randomUUID()}`,
   ttl: Number(a.ttl), wait: Number(a.wait) });

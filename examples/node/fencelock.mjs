@@ -12,6 +12,13 @@
 // watchdog on its own connection; when a renewal fails or finds the lease gone, lease.signal is
 // aborted with a LeaseLost reason and the statement the work is running is cancelled.  The lease
 // is released at the end.  Errors of the fencelock API come back as the classes below.
+//
+// A one-step job (take the lock, write rows carrying the fence, release) needs no watchdog:
+// fencedStep runs it as one transaction on one connection.
+//
+//   const total = await fencedStep({}, 'report:daily', async (client, fence) => (await client.query(
+//     'UPDATE reports SET total = total + 1, last_fence = $1 WHERE id = 1 RETURNING total',
+//     [fence])).rows[0].total, { ttl: 30 });
 import { randomUUID } from 'node:crypto';
 import { setTimeout as sleep } from 'node:timers/promises';
 import pg from 'pg';
@@ -156,5 +163,62 @@ export async function withLease(options, work) {
     return await work(lease);
   } finally {
     await lease.release();
+  }
+}
+
+/**
+ * Take the lease, run fn(client, fence), release: one transaction on one connection.
+ *
+ * BEGIN; SET LOCAL idle_in_transaction_session_timeout = ttl; acquire; fn's writes (carry the
+ * fence, a BigInt); release and COMMIT in one round trip.  The open transaction keeps the grant's
+ * row locked, so no other owner gets the lease before it ends (a try-once acquire answers NULL, a
+ * waiting one waits), also past the TTL; grant, writes and release commit or vanish together.  A
+ * step idle in its transaction for longer than ttl seconds (a paused process) is ended by the
+ * server: its writes roll back, the lease is free again, and the step rejects with LeaseLost.
+ * Busy when another owner holds the lease (after wait seconds); FL001/FL002 as
+ * StaleFence/Unfenced; on any error the transaction is rolled back.  Resolves to fn's result.
+ *
+ * clientOrConfig: a connected pg.Client outside a transaction, or a config for a Client that is
+ * opened and closed here (PG* variables otherwise).  fn must not commit or roll back.
+ */
+export async function fencedStep(clientOrConfig, resource, fn, { ttl = 30, wait = 0, owner } = {}) {
+  const own = !(clientOrConfig instanceof pg.Client);
+  const client = own ? new pg.Client(clientOrConfig) : clientOrConfig;
+  owner ??= `${resource}:${randomUUID()}`;
+  let lost = null;
+  const onError = (err) => { lost ??= err; }; // the server ended the session
+  client.on('error', onError);
+  let committing = false;
+  try {
+    if (own) await client.connect();
+    const secs = (s) => { // a number, to go into the query's text
+      if (!Number.isFinite(Number(s)) || Number(s) < 0) throw new TypeError(`not seconds: ${s}`);
+      return Number(s);
+    };
+    // BEGIN (READ COMMITTED unless the session says otherwise) and the acquire in one round trip:
+    // one simple query of two statements.  The timeout only counts while the session is idle in
+    // the transaction, so it can be set in the acquire's statement.
+    const [, { rows }] = await client.query('BEGIN; ' +
+      "SELECT pg_catalog.set_config('idle_in_transaction_session_timeout', " +
+      `'${Math.max(1, Math.round(secs(ttl) * 1000))}', true), ` +
+      `fencelock.acquire(${client.escapeLiteral(resource)}, ${client.escapeLiteral(owner)}, ` +
+      `make_interval(secs => ${secs(ttl)}), make_interval(secs => ${secs(wait)})) AS f`);
+    if (rows[0].f === null) throw new Busy(`${resource} is held by another owner`);
+    const fence = BigInt(rows[0].f);
+    const result = await fn(client, fence);
+    committing = true;
+    // The release and the COMMIT in one round trip: one simple query of two statements.
+    await client.query(`SELECT fencelock.release(${client.escapeLiteral(resource)}, ` +
+      `${client.escapeLiteral(owner)}, ${fence}::int8); COMMIT`);
+    return result;
+  } catch (err) {
+    if (lost && !committing) {
+      throw new LeaseLost(`the session ended before the step committed: ${lost.message}`, { cause: err });
+    }
+    if (!lost) await client.query('ROLLBACK').catch(() => {});
+    throw translate(err);
+  } finally {
+    client.off('error', onError);
+    if (own) await client.end().catch(() => {});
   }
 }

@@ -12,6 +12,13 @@ thread on its own connection, and when a renewal fails or finds the lease gone i
 statement the work is running and makes the next lease call raise LeaseLost.  It releases the
 lease on exit.  Errors of the fencelock API come back as the classes below, not as SQLSTATEs to
 compare by hand.
+
+A one-step job (take the lock, write rows carrying the fence, release) needs no watchdog:
+fenced_step runs it as one transaction on one connection.
+
+    total = fencelock.fenced_step(conninfo, "report:daily", lambda conn, fence: conn.execute(
+        "UPDATE reports SET total = total + 1, last_fence = %s WHERE id = 1 RETURNING total",
+        [fence]).fetchone()[0], ttl=30)
 """
 
 import contextlib
@@ -21,7 +28,8 @@ import uuid
 import psycopg
 from psycopg import errors as pgerrors
 
-__all__ = ["FencelockError", "StaleFence", "Unfenced", "Busy", "LeaseLost", "Lease", "translated"]
+__all__ = ["FencelockError", "StaleFence", "Unfenced", "Busy", "LeaseLost", "Lease", "fenced_step",
+           "translated"]
 
 
 class FencelockError(Exception):
@@ -147,3 +155,66 @@ class Lease:
         except pgerrors.QueryCanceled:
             self.check()  # cancelled by the watchdog: LeaseLost
             raise
+
+
+def fenced_step(conninfo_or_conn, resource, fn, ttl=30.0, wait=0.0, owner=None):
+    """Take the lease, run fn(conn, fence), release: one transaction on one connection.
+
+    BEGIN; SET LOCAL idle_in_transaction_session_timeout = ttl; acquire; fn's writes (carry the
+    fence); release and COMMIT in one round trip.  The open transaction keeps the grant's row
+    locked, so no other owner gets the lease before it ends (a try-once acquire answers NULL, a
+    waiting one waits), also past the TTL; and grant, writes and release commit or vanish
+    together.  A step idle in its transaction for longer than ttl seconds (a paused process)
+    is ended by the server: its writes roll back, the lease is free again, and the step raises
+    LeaseLost.  Busy when another owner holds the lease (after wait seconds); FL001/FL002 as
+    StaleFence/Unfenced; on any error the transaction is rolled back.  Returns fn's result.
+
+    conninfo_or_conn: a conninfo string (a connection is opened and closed), or a psycopg
+    Connection not in a transaction (autocommit or not).  fn runs on that connection inside
+    the transaction: it must not commit, roll back or open a pipeline of its own.
+    """
+    if isinstance(conninfo_or_conn, psycopg.Connection):
+        return _step(conninfo_or_conn, resource, fn, ttl, wait, owner)
+    with psycopg.connect(conninfo_or_conn, autocommit=True) as conn:
+        return _step(conn, resource, fn, ttl, wait, owner)
+
+
+def _step(conn, resource, fn, ttl, wait, owner):
+    if conn.info.transaction_status != psycopg.pq.TransactionStatus.IDLE:
+        raise psycopg.ProgrammingError("fenced_step needs a connection outside a transaction")
+    owner = owner or f"{resource}:{uuid.uuid4()}"
+    committing = False
+    try:
+        with translated():
+            with conn.pipeline():  # BEGIN and the acquire in one round trip
+                if conn.autocommit:
+                    conn.execute("BEGIN")  # READ COMMITTED unless the session says otherwise
+                # The timeout only counts while the session is idle in the transaction, so it
+                # can be set in the acquire's statement.
+                fence = conn.execute(
+                    "SELECT pg_catalog.set_config('idle_in_transaction_session_timeout', %s, true),"
+                    " fencelock.acquire(%s, %s, %s::interval, %s::interval)",
+                    [str(max(1, round(ttl * 1000))), resource, owner, f"{ttl} s",
+                     f"{wait} s"]).fetchone()[1]
+            if fence is None:
+                raise Busy(f"{resource} is held by another owner")
+            result = fn(conn, fence)
+            committing = True
+            with conn.pipeline():  # the release and the COMMIT in one round trip
+                conn.execute("SELECT fencelock.release(%s, %s, %s)", [resource, owner, fence])
+                conn.execute("COMMIT")
+            return result
+    except psycopg.Error as e:
+        if conn.closed and not committing:
+            # The server ended the session (idle past the TTL, or the connection broke)
+            # before the COMMIT was sent: nothing of the step remains.
+            raise LeaseLost("the session ended before the step committed: "
+                            + str(e).splitlines()[0]) from e
+        raise  # lost during the COMMIT: whether it committed is unknown
+    except BaseException:
+        if not conn.closed and conn.info.transaction_status != psycopg.pq.TransactionStatus.IDLE:
+            try:
+                conn.execute("ROLLBACK") if conn.autocommit else conn.rollback()
+            except psycopg.Error:
+                pass
+        raise

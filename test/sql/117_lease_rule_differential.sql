@@ -93,6 +93,22 @@ SELECT * FROM diff_step($$fencelock.release(%1$L || 'sr', 'V', 2)$$);
 SELECT * FROM diff_step($$fencelock.release(%1$L || 'sr', 'W', NULL)$$);
 SELECT * FROM diff_step($$fencelock.release(%1$L || 'sr', 'W', 2)$$);
 SELECT * FROM diff_step($$fencelock.renew(%1$L || 'sr', 'W', '10s', 2)$$);
+-- The transaction's own grant (acquire_xact, issue 28): the rule with nobody as the owner and the
+-- grant's moment as its deadline: a new fence, written released.  A first row, the row it freed,
+-- another owner's live lease (also the caller's own: busy), an expired one (taken over), a
+-- released one, and two in one statement (the second sees the first's row free).
+SELECT * FROM diff_step($$fencelock.acquire_xact(%1$L || 'x', 'kim')$$);
+SELECT * FROM diff_step($$fencelock.acquire_xact(%1$L || 'x', 'kim')$$);
+SELECT * FROM diff_step($$fencelock.acquire(%1$L || 'x', 'lou', '10s')$$);
+SELECT * FROM diff_step($$fencelock.acquire_xact(%1$L || 'x', 'kim')$$);
+SELECT * FROM diff_step($$fencelock.acquire_xact(%1$L || 'x', 'lou')$$);
+SELECT * FROM diff_step($$fencelock.release(%1$L || 'x', 'lou')$$);
+SELECT * FROM diff_step($$fencelock.acquire_xact(%1$L || 'x', 'lou')$$);
+SELECT fencelock.acquire('d:y', 'max', '1ms') + fencelock.acquire('s:y', 'max', '1ms') AS both_granted;
+SELECT pg_sleep(0.01);
+SELECT * FROM diff_step($$fencelock.acquire_xact(%1$L || 'y', 'ned')$$);
+SELECT * FROM diff_step($$(SELECT fencelock.acquire_xact(%1$L || 'z', 'kim') + fencelock.acquire_xact(%1$L || 'z', 'kim') FROM (VALUES (1)) AS v)$$);
+SELECT * FROM diff_step($$fencelock.acquire_xact(%1$L || 'x', '')$$);
 
 -- == REPEATABLE READ: both paths are the statements'; the answers stay the same ==
 BEGIN ISOLATION LEVEL REPEATABLE READ;
@@ -101,6 +117,7 @@ SELECT * FROM diff_step($$fencelock.acquire(%1$L || 'g', 'kim', '10s')$$);
 SELECT * FROM diff_step($$fencelock.acquire(%1$L || 'g', 'lee', '10s')$$);
 SELECT * FROM diff_step($$fencelock.renew(%1$L || 'g', 'kim', '10s')$$);
 SELECT * FROM diff_step($$fencelock.release(%1$L || 'g', 'kim')$$);
+SELECT * FROM diff_step($$fencelock.acquire_xact(%1$L || 'g', 'kim')$$);
 COMMIT;
 
 -- == A lease table a superuser changed: a column added, one dropped (attribute numbers move) ==

@@ -2,9 +2,15 @@ package fencelock.examples;
 
 import fencelock.BusyException;
 import fencelock.FencedLease;
+import fencelock.FencedStep;
 import fencelock.Fencelock;
 import fencelock.LeaseLostException;
 import fencelock.StaleFenceException;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.sql.Connection;
+import java.sql.PreparedStatement;
+import java.sql.Statement;
 import java.util.Map;
 import java.util.Set;
 import java.util.UUID;
@@ -22,16 +28,24 @@ import java.util.UUID;
  *
  * java -cp target/fencelock-0.4.0.jar:/usr/share/java/postgresql.jar fencelock.examples.FencedJob \
  *     --name worker-a --ttl 30 --steps 5 --work 2
+ * java ... fencelock.examples.FencedJob --name worker-a --ttl 30 --steps 1 --one-step
  * </pre>
+ *
+ * {@code --one-step} runs the job as {@link FencedStep} (one transaction, no watchdog), with
+ * {@code --hold-file} and {@code --fail-at} as in examples/python/fenced_job.py; exit 5 when
+ * the job failed (nothing committed).
  *
  * Connection settings come from PG* environment variables. Exit status: 0 done, 2 busy, 3 lease
  * lost (the watchdog stopped the work), 4 stale fence (a write was refused with FL001).
  */
 public final class FencedJob {
     public static void main(String[] argv) throws Exception {
-        Args a = new Args(argv, Set.of(), Map.of("resource", "report:daily", "name", "worker",
-                "ttl", "30", "wait", "0", "steps", "5", "work", "1"));
+        Args a = new Args(argv, Set.of("one-step"), Map.of("resource", "report:daily", "name", "worker",
+                "ttl", "30", "wait", "0", "steps", "5", "work", "1", "hold-file", "", "fail-at", "0"));
         String name = a.str("name");
+        if (a.flag("one-step")) {
+            System.exit(oneStep(a, name));
+        }
         FencedLease lease;
         try {
             lease = FencedLease.acquire(Fencelock.fromEnvironment(), a.str("resource"),
@@ -61,6 +75,56 @@ public final class FencedJob {
         }
         say(name, outcome + "; released: " + lease.released());
         System.exit(status);
+    }
+
+    /** The job as one FencedStep: its --work is spent idle inside the transaction. */
+    static int oneStep(Args a, String name) throws Exception {
+        String resource = a.str("resource");
+        try (Connection c = Fencelock.fromEnvironment().connect()) {
+            FencedStep.run(c, resource, name + ":" + UUID.randomUUID(), a.seconds("ttl"), a.seconds("wait"), (conn, fence) -> {
+                say(name, "acquired " + resource + " with fence " + fence);
+                try (PreparedStatement ps = conn.prepareStatement(
+                        "UPDATE report_runs SET step = ?, written_by = ?, last_fence = ? WHERE resource = ?")) {
+                    for (int step = 1; step <= a.integer("steps"); step++) {
+                        ps.setInt(1, step);
+                        ps.setString(2, name);
+                        ps.setLong(3, fence);
+                        ps.setString(4, resource);
+                        ps.executeUpdate();
+                        say(name, "step " + step + " written with fence " + fence);
+                        if (step == a.integer("fail-at")) {
+                            throw new IllegalStateException("failed after step " + step);
+                        }
+                        try {
+                            Thread.sleep(a.seconds("work").toMillis()); // idle in the transaction
+                        } catch (InterruptedException e) {
+                            Thread.currentThread().interrupt();
+                            throw new IllegalStateException("interrupted");
+                        }
+                    }
+                }
+                try (Statement s = conn.createStatement()) {
+                    while (!a.str("hold-file").isEmpty() && !Files.exists(Path.of(a.str("hold-file")))) {
+                        s.execute("SELECT pg_catalog.pg_sleep(0.1)");
+                    }
+                }
+                return null;
+            });
+            say(name, "done; released: true");
+            return 0;
+        } catch (BusyException e) {
+            say(name, "busy: " + e.getMessage());
+            return 2;
+        } catch (LeaseLostException e) {
+            say(name, "lease lost, nothing committed: " + e.getMessage());
+            return 3;
+        } catch (StaleFenceException e) {
+            say(name, "stale fence, nothing committed: " + e.getMessage());
+            return 4;
+        } catch (IllegalStateException e) {
+            say(name, "failed, nothing committed: " + e.getMessage());
+            return 5;
+        }
     }
 
     static void say(String name, String msg) {
