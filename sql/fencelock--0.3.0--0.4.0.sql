@@ -251,9 +251,11 @@ SELECT l.resource,
 
 -- == one-step jobs (issue 28) ==
 -- The lease for the rest of this transaction: a new fence, or NULL when another owner holds it
--- (never waits).  The grant is written released and its row stays locked until the transaction
--- ends: the commit frees the lease, a rollback undoes the grant.  Nothing to release.
-CREATE FUNCTION fencelock.acquire_xact(resource pg_catalog.text, owner pg_catalog.text)
+-- (after wait, queued as a waiting acquire is).  The grant is written released and its row stays
+-- locked until the transaction ends: the commit frees the lease, a rollback undoes the grant.
+-- Nothing to release.
+CREATE FUNCTION fencelock.acquire_xact(resource pg_catalog.text, owner pg_catalog.text,
+                                       wait pg_catalog.interval DEFAULT '0')
 RETURNS pg_catalog.int8
 AS 'MODULE_PATHNAME', 'fencelock_acquire_xact'
 LANGUAGE C VOLATILE;

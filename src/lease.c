@@ -30,9 +30,10 @@
 #include "utils/timestamp.h"
 #include "waitqueue.h"
 
+bool fl_grant_xact = false;
+
 PG_FUNCTION_INFO_V1(fencelock_acquire);
 PG_FUNCTION_INFO_V1(fencelock_acquire_0_2);
-PG_FUNCTION_INFO_V1(fencelock_acquire_xact);
 PG_FUNCTION_INFO_V1(fencelock_renew_0_2);
 PG_FUNCTION_INFO_V1(fencelock_release_0_2);
 PG_FUNCTION_INFO_V1(fencelock_purge_0_2);
@@ -91,11 +92,28 @@ fl_try_acquire(text *resource, text *owner, int64 ttl, FlApi api, bool want_expi
 	Name holder = fl_holder_name();
 
 	fl_lease_grant(resource, owner, now, now + ttl, api, holder, fl_grant_session, want_expiry,
-				   nowait, false, g);
+				   nowait, fl_grant_xact, g);
 	if (!g->granted)
 	{
 		fl_count(FL_BUSY, 1);
 		fl_resstats_count(resource, FL_RES_BUSY);
+		return;
+	}
+	if (fl_grant_xact)
+	{
+		/*
+		 * The transaction's own grant, written released (leasetable.c): its commit frees the
+		 * lease, so it wakes the next waiter; nothing to bind, to value or to flush, since no
+		 * one holds the grant after the commit.
+		 */
+		g->xact = true;
+		if (fencelock_notify)
+		{
+			fl_notify(g->how == FL_GRANTED_TAKEOVER ? "taken_over" : "granted", resource, g->fence,
+					  NameStr(*holder), NULL);
+			fl_notify("released", resource, g->fence, NameStr(*holder), NULL);
+		}
+		fl_queue_wake_at_commit(resource);
 		return;
 	}
 	if (fl_grant_session != 0)
@@ -119,6 +137,11 @@ fl_try_acquire(text *resource, text *owner, int64 ttl, FlApi api, bool want_expi
 void
 fl_count_grant(text *resource, const FlGrant *g)
 {
+	if (g->xact)
+	{
+		fl_count_at_commit(FL_RELEASES, 1);
+		fl_count_resource_at_commit(resource, FL_RES_RELEASE, g->fence, g->granted_at, 0, false);
+	}
 	fl_count_at_commit(g->is_new ? FL_GRANTS : FL_REACQUIRES, 1);
 	fl_count_resource_at_commit(resource, FL_RES_GRANT, g->fence, g->granted_at, g->expires_at,
 								g->is_new && g->how == FL_GRANTED_TAKEOVER);
@@ -150,45 +173,6 @@ fl_acquire_sql(FunctionCallInfo fcinfo, FlApi api)
 	if (!g.granted)
 		PG_RETURN_NULL();
 	fl_count_grant(resource, &g);
-	PG_RETURN_INT64(g.fence);
-}
-
-/*
- * acquire_xact(resource, owner): the lease for the rest of this transaction (0.4.0).  A new fence,
- * or NULL when another owner holds a live lease or another transaction's grant or row lock is on
- * the row (it never waits).  Nothing to release: the grant is written released (leasetable.c),
- * its row locked until the transaction ends; the commit frees the lease, a rollback undoes the
- * grant.  Nothing for the commit to flush: no one holds the grant after it.  OWNER names the
- * grant in the history and the notifications.
- */
-Datum
-fencelock_acquire_xact(PG_FUNCTION_ARGS)
-{
-	text *resource = fl_arg_resource(fcinfo, 0);
-	text *owner = fl_arg_owner(fcinfo, 1);
-	TimestampTz now = GetCurrentTimestamp();
-	Name holder = fl_holder_name();
-	FlGrant g;
-
-	fl_check_resource(resource);
-	fl_lease_grant(resource, owner, now, now, FL_API_0_2, holder, 0, false, true, true, &g);
-	if (!g.granted)
-	{
-		fl_count(FL_BUSY, 1);
-		fl_resstats_count(resource, FL_RES_BUSY);
-		PG_RETURN_NULL();
-	}
-	if (fencelock_notify)
-	{
-		fl_notify(g.how == FL_GRANTED_TAKEOVER ? "taken_over" : "granted", resource, g.fence,
-				  NameStr(*holder), NULL);
-		fl_notify("released", resource, g.fence, NameStr(*holder), NULL);
-	}
-	fl_count_grant(resource, &g);
-	fl_count_at_commit(FL_RELEASES, 1);
-	fl_count_resource_at_commit(resource, FL_RES_RELEASE, g.fence, now, 0, false);
-	/* The next waiter may try once this transaction commits. */
-	fl_queue_wake_at_commit(resource);
 	PG_RETURN_INT64(g.fence);
 }
 

@@ -22,7 +22,11 @@ typedef struct FlGrant
 	TimestampTz granted_at;
 	TimestampTz expires_at;
 	TimestampTz holder_expires; /* busy: when the holder's lease runs out; 0 if unknown */
+	bool xact;                  /* the transaction's own grant (acquire_xact): released with it */
 } FlGrant;
+
+/* Set around a call of fl_try_acquire: its grants are the transaction's own (acquire_xact) */
+extern bool fl_grant_xact;
 
 extern void fl_try_acquire(text *resource, text *owner, int64 ttl, FlApi api, bool want_expiry,
 						   bool nowait, Jsonb *value, FlGrant *g);

@@ -41,6 +41,7 @@
 PG_FUNCTION_INFO_V1(fencelock_acquire_wait);
 PG_FUNCTION_INFO_V1(fencelock_acquire_session);
 PG_FUNCTION_INFO_V1(fencelock_acquire_0_4);
+PG_FUNCTION_INFO_V1(fencelock_acquire_xact);
 PG_FUNCTION_INFO_V1(fencelock_acquire_all);
 PG_FUNCTION_INFO_V1(fencelock_release_all);
 
@@ -399,6 +400,49 @@ fencelock_acquire_0_4(PG_FUNCTION_ARGS)
 			return fl_acquire_sql(fcinfo, FL_API_0_2);
 	}
 	return fl_acquire_wait_sql(fcinfo, PG_GETARG_BOOL(4));
+}
+
+/*
+ * acquire_xact(resource, owner [, wait]) (0.4.0): the lease for the rest of this transaction.  A
+ * new fence, or NULL when another owner holds the lease (after WAIT, queued as a waiting acquire
+ * is).  The grant is written released, its row locked until the transaction ends (leasetable.c):
+ * the commit frees the lease, a rollback undoes the grant; nothing to release, and nothing for
+ * the commit to flush, since no one holds the grant after it.  OWNER names the grant in the
+ * history and the notifications, and its place in the queue.
+ */
+Datum
+fencelock_acquire_xact(PG_FUNCTION_ARGS)
+{
+	text *resource = fl_arg_resource(fcinfo, 0);
+	text *owner = fl_arg_owner(fcinfo, 1);
+	int64 wait = fl_arg_wait(fcinfo, 2, FL_WAIT_HINT);
+	FlGrant g;
+	bool granted;
+
+	fl_check_resource(resource);
+	fl_grant_xact = true;
+	PG_TRY();
+	{
+		if (wait == 0)
+		{
+			/* One try, as acquire with wait => '0' makes it: no queue, no subtransaction. */
+			fl_try_acquire(resource, owner, 0, FL_API_0_2, false, true, NULL, &g);
+			granted = g.granted;
+			if (granted)
+				fl_count_grant(resource, &g);
+		}
+		else
+			granted =
+				fl_acquire_set(&resource, 1, owner, 0, NULL, GetCurrentTimestamp() + wait, &g);
+	}
+	PG_FINALLY();
+	{
+		fl_grant_xact = false;
+	}
+	PG_END_TRY();
+	if (!granted)
+		PG_RETURN_NULL();
+	PG_RETURN_INT64(g.fence);
 }
 
 /* A checked list of distinct resources. */

@@ -40,9 +40,26 @@ SELECT resource, fence, owner, granted_how, ended_how, ended_at = granted_at AS 
 -- renew and release find no grant of that owner
 SELECT fencelock.acquire_xact('x:r', 'w-9');
 SELECT fencelock.renew('x:r', 'w-9') AS renewed, fencelock.release('x:r', 'w-9') AS released;
+-- waiting: queued as a waiting acquire is, granted at the holder's expiry (a takeover)
+SELECT fencelock.acquire('x:w', 'w-10', '200 milliseconds') IS NOT NULL AS held;
+SELECT fencelock.acquire_xact('x:w', 'w-11', wait => '5 seconds');
+SELECT fencelock.acquire_xact('x:w', 'w-12', '0');
+SELECT owner, fence, state, granted_how FROM fencelock.leases WHERE resource = 'x:w';
+-- in REPEATABLE READ a free lease is granted at once, with or without wait; waiting for a busy
+-- one is refused (0A000) as acquire's is
+BEGIN ISOLATION LEVEL REPEATABLE READ;
+SELECT fencelock.acquire_xact('x:w', 'w-13', wait => '1 second');
+ROLLBACK;
+SELECT fencelock.acquire('x:rr', 'w-14', '1 hour') IS NOT NULL AS held;
+BEGIN ISOLATION LEVEL REPEATABLE READ;
+SELECT fencelock.acquire_xact('x:rr', 'w-15');
+SELECT fencelock.acquire_xact('x:rr', 'w-15', wait => '1 second');
+ROLLBACK;
 -- bad input, as every acquire
 SELECT fencelock.acquire_xact(NULL, 'w');
 SELECT fencelock.acquire_xact('x:job', '');
 SELECT fencelock.acquire_xact(repeat('r', 1025), 'w');
+SELECT fencelock.acquire_xact('x:job', 'w', NULL);
+SELECT fencelock.acquire_xact('x:job', 'w', '-1 second');
 DROP TABLE xact_orders;
 RESET fencelock.history;
