@@ -99,23 +99,6 @@ fl_try_acquire(text *resource, text *owner, int64 ttl, FlApi api, bool want_expi
 		fl_resstats_count(resource, FL_RES_BUSY);
 		return;
 	}
-	if (fl_grant_xact)
-	{
-		/*
-		 * The transaction's own grant, written released (leasetable.c): its commit frees the
-		 * lease, so it wakes the next waiter; nothing to bind, to value or to flush, since no
-		 * one holds the grant after the commit.
-		 */
-		g->xact = true;
-		if (fencelock_notify)
-		{
-			fl_notify(g->how == FL_GRANTED_TAKEOVER ? "taken_over" : "granted", resource, g->fence,
-					  NameStr(*holder), NULL);
-			fl_notify("released", resource, g->fence, NameStr(*holder), NULL);
-		}
-		fl_queue_wake_at_commit(resource);
-		return;
-	}
 	if (fl_grant_session != 0)
 		fl_session_bound(resource);
 	/* A new grant's value replaces its predecessor's; a retry's replaces its own. */
@@ -126,6 +109,19 @@ fl_try_acquire(text *resource, text *owner, int64 ttl, FlApi api, bool want_expi
 				  NameStr(*holder), value);
 	else if (value != NULL && fencelock_notify)
 		fl_notify("value_set", resource, g->fence, NameStr(*holder), value);
+	if (fl_grant_xact)
+	{
+		/*
+		 * The transaction's own grant (always new, never session-bound, without a value),
+		 * written released (leasetable.c): its commit frees the lease, so it wakes the next
+		 * waiter; nothing to flush, since no one holds the grant after the commit.
+		 */
+		g->xact = true;
+		if (fencelock_notify)
+			fl_notify("released", resource, g->fence, NameStr(*holder), NULL);
+		fl_queue_wake_at_commit(resource);
+		return;
+	}
 	fl_grant_durably(resource, g->fence);
 }
 

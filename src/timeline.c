@@ -81,6 +81,19 @@ static int n_pending = 0;
 static bool force_durable = false; /* decided already: the commit is made durable */
 static bool released_any = false;  /* a pending grant was released in this transaction */
 
+/* The index of the pending grant of RESOURCE with FENCE, or -1 */
+static int
+pending_find(text *resource, int64 fence)
+{
+	for (int i = 0; i < n_pending; i++)
+		if (pending[i].fence == fence &&
+			VARSIZE_ANY(pending[i].resource) == VARSIZE_ANY(resource) &&
+			memcmp(VARDATA_ANY(pending[i].resource), VARDATA_ANY(resource),
+				   VARSIZE_ANY_EXHDR(resource)) == 0)
+			return i;
+	return -1;
+}
+
 static void
 pending_reset(void)
 {
@@ -127,10 +140,10 @@ fl_grant_durably(text *resource, int64 fence)
 {
 	static bool registered = false;
 
+	/* fl_commit_durably forces this commit already: nothing to decide at PRE_COMMIT. */
 	if (sync_standbys_named())
 	{
 		fl_commit_durably();
-		force_durable = true;
 		return;
 	}
 	if (!registered)
@@ -141,12 +154,8 @@ fl_grant_durably(text *resource, int64 fence)
 	}
 	if (force_durable)
 		return;
-	for (int i = 0; i < n_pending; i++)
-		if (pending[i].fence == fence &&
-			VARSIZE_ANY(pending[i].resource) == VARSIZE_ANY(resource) &&
-			memcmp(VARDATA_ANY(pending[i].resource), VARDATA_ANY(resource),
-				   VARSIZE_ANY_EXHDR(resource)) == 0)
-			return;
+	if (pending_find(resource, fence) >= 0)
+		return;
 	if (n_pending == PENDING_MAX)
 	{
 		force_durable = true;
@@ -162,15 +171,11 @@ fl_grant_durably(text *resource, int64 fence)
 void
 fl_grant_released(text *resource, int64 fence)
 {
-	for (int i = 0; i < n_pending; i++)
-		if (pending[i].fence == fence &&
-			VARSIZE_ANY(pending[i].resource) == VARSIZE_ANY(resource) &&
-			memcmp(VARDATA_ANY(pending[i].resource), VARDATA_ANY(resource),
-				   VARSIZE_ANY_EXHDR(resource)) == 0)
-		{
-			pfree(pending[i].resource);
-			pending[i] = pending[--n_pending];
-			released_any = true;
-			return;
-		}
+	int i = pending_find(resource, fence);
+
+	if (i < 0)
+		return;
+	pfree(pending[i].resource);
+	pending[i] = pending[--n_pending];
+	released_any = true;
 }
