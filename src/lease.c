@@ -8,6 +8,7 @@
 #include "postgres.h"
 
 #include "args.h"
+#include "compat.h"
 #include "count.h"
 #include "fencelock.h"
 #include "lease.h"
