@@ -367,3 +367,20 @@ SELECT l.resource,
        LATERAL (SELECT pg_catalog.clock_timestamp() AS now) AS c,
        LATERAL (SELECT l.owner IS NOT NULL
                    AND (l.session_id IS NULL OR fencelock.session_alive(l.session_id)) AS live) AS s;
+
+-- stats gains shared_grants and permit_grants (of grants; before stats_reset, the last column).
+DROP VIEW fencelock.stats;
+DROP FUNCTION fencelock.read_stats();
+CREATE FUNCTION fencelock.read_stats(
+    OUT grants pg_catalog.int8, OUT takeovers pg_catalog.int8, OUT reacquires pg_catalog.int8,
+    OUT busy pg_catalog.int8, OUT renewals pg_catalog.int8, OUT renewals_refused pg_catalog.int8,
+    OUT releases pg_catalog.int8, OUT releases_refused pg_catalog.int8,
+    OUT stale_rejected pg_catalog.int8, OUT unfenced_rejected pg_catalog.int8,
+    OUT waits pg_catalog.int8, OUT wait_time_ms pg_catalog.float8, OUT wait_timeouts pg_catalog.int8,
+    OUT revokes pg_catalog.int8, OUT shared_grants pg_catalog.int8,
+    OUT permit_grants pg_catalog.int8, OUT stats_reset pg_catalog.timestamptz)
+RETURNS record
+AS 'MODULE_PATHNAME', 'fencelock_stats'
+LANGUAGE C VOLATILE;
+CREATE VIEW fencelock.stats AS SELECT * FROM fencelock.read_stats();
+GRANT SELECT ON fencelock.stats TO PUBLIC;

@@ -163,8 +163,15 @@ fl_count_grant(text *resource, const FlGrant *g)
 		fl_count_resource_at_commit(resource, FL_RES_RELEASE, g->fence, g->granted_at, 0, false);
 	}
 	fl_count_at_commit(g->is_new ? FL_GRANTS : FL_REACQUIRES, 1);
-	fl_count_resource_at_commit(resource, FL_RES_GRANT, g->fence, g->granted_at, g->expires_at,
-								g->is_new && g->how == FL_GRANTED_TAKEOVER);
+	if (g->is_new && g->mode != FL_MODE_EXCLUSIVE)
+		fl_count_at_commit(g->mode == FL_MODE_SHARED ? FL_SHARED_GRANTS : FL_PERMIT_GRANTS, 1);
+	/*
+	 * Per resource, one lease at a time (resstats.c): a share's or permit's retry, whose fence is
+	 * not the resource's latest, is no grant there.
+	 */
+	if (g->is_new || g->mode == FL_MODE_EXCLUSIVE)
+		fl_count_resource_at_commit(resource, FL_RES_GRANT, g->fence, g->granted_at, g->expires_at,
+									g->is_new && g->how == FL_GRANTED_TAKEOVER);
 	if (g->is_new && g->how == FL_GRANTED_TAKEOVER)
 	{
 		fl_count_at_commit(FL_TAKEOVERS, 1);
