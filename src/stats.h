@@ -26,6 +26,8 @@ typedef enum FlCounter
 	FL_WAIT_US,           /* time spent waiting, microseconds */
 	FL_WAIT_TIMEOUTS,     /* waits that ended without the lease */
 	FL_REVOKES,           /* leases freed by revoke() */
+	FL_SHARED_GRANTS,     /* of FL_GRANTS: shares (acquire_shared) */
+	FL_PERMIT_GRANTS,     /* of FL_GRANTS: permits (acquire_permit) */
 	FL_NUM_COUNTERS
 } FlCounter;
 

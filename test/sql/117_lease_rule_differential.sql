@@ -109,6 +109,26 @@ SELECT pg_sleep(0.01);
 SELECT * FROM diff_step($$fencelock.acquire_xact(%1$L || 'y', 'ned')$$);
 SELECT * FROM diff_step($$(SELECT fencelock.acquire_xact(%1$L || 'z', 'kim') + fencelock.acquire_xact(%1$L || 'z', 'kim') FROM (VALUES (1)) AS v)$$);
 SELECT * FROM diff_step($$fencelock.acquire_xact(%1$L || 'x', '')$$);
+-- A group's row (shares and permits, issue 27: owner '', the latest holder's deadline) under the
+-- exclusive rule: busy while the group lives, free once its last holder released, taken over
+-- once it expired; the writers' lock of the row (assert_fence) tells a group's holder's fence.
+SELECT * FROM diff_step($$fencelock.acquire_shared(%1$L || 'gq', 'r1', '10s')$$);
+SELECT * FROM diff_step($$fencelock.acquire_shared(%1$L || 'gq', 'r2', '10s')$$);
+SELECT * FROM diff_step($$fencelock.acquire(%1$L || 'gq', 'w', '10s')$$);
+SELECT * FROM diff_step($$fencelock.acquire_xact(%1$L || 'gq', 'w')$$);
+SELECT * FROM diff_step($$fencelock.renew(%1$L || 'gq', 'w', '10s')$$);
+SELECT * FROM diff_step($$fencelock.release(%1$L || 'gq', 'w')$$);
+SELECT * FROM diff_step($$(SELECT 'asserted' FROM (SELECT fencelock.assert_fence(%1$L || 'gq', 1)) AS a)$$);
+SELECT * FROM diff_step($$fencelock.release(%1$L || 'gq', 'r1')$$);
+SELECT * FROM diff_step($$fencelock.acquire(%1$L || 'gq', 'w', '10s')$$);
+SELECT * FROM diff_step($$fencelock.release(%1$L || 'gq', 'r2')$$);
+SELECT * FROM diff_step($$fencelock.acquire(%1$L || 'gq', 'w', '10s')$$);
+SELECT * FROM diff_step($$fencelock.acquire_permit(%1$L || 'gq', 'p', '10s', 2)$$);
+SELECT * FROM diff_step($$fencelock.release(%1$L || 'gq', 'w')$$);
+SELECT fencelock.acquire_permit('d:gp', 'p1', '1ms', 2) + fencelock.acquire_permit('s:gp', 'p1', '1ms', 2) AS both_granted;
+SELECT pg_sleep(0.01);
+SELECT * FROM diff_step($$fencelock.acquire(%1$L || 'gp', 'w', '10s')$$);
+SELECT * FROM diff_step($$fencelock.release(%1$L || 'gp', 'p1')$$);
 
 -- == REPEATABLE READ: both paths are the statements'; the answers stay the same ==
 BEGIN ISOLATION LEVEL REPEATABLE READ;
