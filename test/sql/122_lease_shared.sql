@@ -8,7 +8,7 @@
 -- second session: the lease_shared_* isolation specs.
 \set VERBOSITY terse
 -- Fences below start at 1: no lease row or purge floor left by earlier tests.
-TRUNCATE fencelock.lease, fencelock.fence_floor, fencelock.lease_value;
+TRUNCATE fencelock.lease, fencelock.lease_holder, fencelock.fence_floor, fencelock.lease_value;
 
 -- Readers together: two owners hold at once, each with the next fence.
 SELECT fencelock.acquire_shared('sh:doc', 'reader-1', '1 hour') AS r1_fence;

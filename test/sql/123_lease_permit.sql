@@ -8,10 +8,11 @@
 -- release, concurrency and ended sessions are in the lease_permit_count isolation spec.
 \set VERBOSITY terse
 -- Fences below start at 1: no lease row or purge floor left by earlier tests.
-TRUNCATE fencelock.lease, fencelock.fence_floor, fencelock.lease_value;
--- Permits free in a group of the holders in lease_holders.
+TRUNCATE fencelock.lease, fencelock.lease_holder, fencelock.fence_floor, fencelock.lease_value;
+-- The permits of a resource's group that no live holder takes (Redisson's availablePermits);
+-- NULL when no group holds the resource (every permit is free, the next grant sets the count).
 CREATE FUNCTION pg_temp.available(r text) RETURNS bigint LANGUAGE sql AS $$
-  SELECT coalesce(max(permits) - count(*) FILTER (WHERE state = 'held'), 0)
+  SELECT max(permits) - count(*) FILTER (WHERE state = 'held')
     FROM fencelock.lease_holders WHERE resource = r $$;
 
 -- Three permits: three owners get slots 1, 2, 3 with fences 1, 2, 3; the fourth gets NULL.
@@ -162,7 +163,7 @@ SELECT fence, mode, slot FROM fencelock.history WHERE resource = 'pm:misc' ORDER
 -- (and the fence); trySetPermits is the count of the group's first grant; availablePermits is
 -- the count less the live holders.
 
--- Redisson testNotExistent: a semaphore nobody used has no holders (and no count).
+-- Redisson testNotExistent: a semaphore nobody used has no group, no count, no row.
 SELECT pg_temp.available('rs:none') AS available,
        (SELECT count(*) FROM fencelock.leases WHERE resource = 'rs:none') AS rows;
 
@@ -197,7 +198,8 @@ SELECT pg_temp.available('rs:ult') AS available_after;
 SELECT fencelock.renew('rs:ult', 'id2', '1 second') AS id2_updates_after_expiry;
 
 -- Redisson testTrySetPermits (and testSetPermits, where Redisson may change the count of a
--- semaphore in use: here only once no holder is live): 10 permits; 15 is refused meanwhile.
+-- semaphore in use: here only once no holder is live): the first grant sets 10 permits (9 left
+-- beside it); 15 is refused while it holds, accepted after its release.
 SELECT fencelock.acquire_permit('rs:set', 'p1', '1 hour', 10) IS NOT NULL AS set_10;
 SELECT pg_temp.available('rs:set') AS available;
 \set VERBOSITY sqlstate
@@ -249,7 +251,7 @@ SELECT state FROM fencelock.leases WHERE resource = 'rs:many';
 
 -- Redisson testReleaseManyExpiredDoesNotThrow and testTryReleaseManyExpired: three permits of
 -- 100 ms and three of an hour out of ten; after the short ones expired, releasing the long ones
--- frees them, releasing the expired ones frees nothing and raises nothing.
+-- frees them, releasing the expired ones frees nothing and raises nothing; the group is over.
 SELECT count(fencelock.acquire_permit('rs:exp', 'timed' || i, '100 milliseconds', 10)) AS timed,
        count(fencelock.acquire_permit('rs:exp', 'long' || i, '1 hour', 10)) AS long
   FROM generate_series(1, 3) AS i;
