@@ -58,10 +58,15 @@ SELECT fencelock.release('sh:doc', 'reader-1') AS r1_releases;
 SELECT fencelock.release('sh:doc', 'reader-1') AS r1_releases_again;
 SELECT fencelock.acquire('sh:doc', 'writer', '1 hour') AS writer_still_busy;
 SELECT owner, fence, state FROM fencelock.lease_holders WHERE resource = 'sh:doc' ORDER BY fence;
--- The released holder's fence is refused, the other's still passes.
+-- The released holder's fence is refused (FL001), the other's still passes.
 BEGIN;
 SELECT fencelock.assert_fence('sh:doc', 1);
 ROLLBACK;
+\set VERBOSITY sqlstate
+BEGIN;
+SELECT fencelock.assert_fence('sh:doc', 1);
+ROLLBACK;
+\set VERBOSITY terse
 BEGIN;
 SELECT fencelock.assert_fence('sh:doc', 2) AS r2_still_asserts;
 ROLLBACK;
@@ -131,17 +136,26 @@ INSERT INTO sh_doc VALUES (1, 'stale reader', 2);
 INSERT INTO sh_doc VALUES (1, 'writer', 3);
 SELECT * FROM sh_doc;
 SELECT fencelock.release('sh:exp', 'writer') AS writer_releases;
--- A reader's lease-bound write passes while it holds; after its release it is refused.
+-- A reader's lease-bound write passes while it holds; once it released, its fence is refused
+-- while the group goes on (r2 holds). After the group's last release nothing newer was issued:
+-- r2's fence is the resource's latest and passes, as an exclusive lease's does after release.
 SELECT fencelock.acquire_shared('sh:exp', 'r1', '1 hour') AS r1_fence;
-UPDATE sh_doc SET body = 'reader', fence = 4 WHERE id = 1;
+SELECT fencelock.acquire_shared('sh:exp', 'r2', '1 hour') AS r2_fence;
+UPDATE sh_doc SET body = 'r1', fence = 4 WHERE id = 1;
 SELECT fencelock.release('sh:exp', 'r1') AS r1_releases;
-UPDATE sh_doc SET body = 'reader after release', fence = 4 WHERE id = 1;
+UPDATE sh_doc SET body = 'r1 after its release', fence = 4 WHERE id = 1;
+\set VERBOSITY sqlstate
+UPDATE sh_doc SET body = 'r1 after its release', fence = 4 WHERE id = 1;
+\set VERBOSITY terse
+UPDATE sh_doc SET body = 'r2', fence = 5 WHERE id = 1;
+SELECT fencelock.release('sh:exp', 'r2') AS r2_releases;
+UPDATE sh_doc SET body = 'r2 after the last release', fence = 5 WHERE id = 1;
 SELECT * FROM sh_doc;
 DROP TABLE sh_doc;
 
 -- lock_delay, per holder: a reader expired without a release keeps the resource from the writer
 -- for its lock_delay (taken at its grant).
-SET fencelock.lock_delay = '1 hour';
+SET fencelock.lock_delay = '1h';
 SELECT fencelock.acquire_shared('sh:delay', 'r1', '100 milliseconds') AS r1_fence;
 RESET fencelock.lock_delay;
 SELECT fencelock.acquire_shared('sh:delay', 'r2', '100 milliseconds') AS r2_fence;
@@ -189,7 +203,7 @@ SELECT fencelock.acquire_shared('sh:arg', repeat('o', 257), '1 hour');
 SELECT count(*) AS nothing_written FROM fencelock.lease WHERE resource = 'sh:arg';
 
 -- The defaults: ttl fencelock.default_ttl(), try once.
-SET fencelock.default_ttl = '5 minutes';
+SET fencelock.default_ttl = '5min';
 SELECT fencelock.acquire_shared('sh:default', 'o') AS default_fence;
 SELECT remaining > interval '4 minutes' AND remaining <= interval '5 minutes' AS default_ttl
   FROM fencelock.lease_holders WHERE resource = 'sh:default';
@@ -240,15 +254,6 @@ SELECT fencelock.acquire('sh:hist', 'w', '1 hour') AS w_fence;
 SELECT fencelock.release('sh:hist', 'w') AS released;
 RESET fencelock.history;
 SELECT fence, mode, slot FROM fencelock.history WHERE resource = 'sh:hist' ORDER BY fence;
-
--- purge removes the holders of ended groups, never a live holder.
-SELECT fencelock.acquire_shared('sh:purge-live', 'r1', '1 hour') AS live_fence;
-SELECT fencelock.acquire_shared('sh:purge-old', 'r1', '1 millisecond') AS old_fence;
-SELECT pg_sleep(0.01);
-SELECT fencelock.purge('0') > 0 AS purged;
-SELECT resource, owner FROM fencelock.lease_holder
- WHERE resource LIKE 'sh:purge%' ORDER BY resource;
-SELECT fencelock.release('sh:purge-live', 'r1') AS released;
 
 ----------------------------------------------------------------------------------------------
 -- Redisson's RedissonReadWriteLockTest, translated: a read lock is acquire_shared, a write
@@ -448,30 +453,31 @@ SELECT value FROM fencelock.lease_holders WHERE resource = 'cu:data';
 SELECT fencelock.release('cu:data', 'client') AS released;
 
 -- Curator testBasic (one session: the invariants, not the concurrency): writes alone, reads
--- together; over a run of mixed locks the readers overlap and no writer is granted beside one.
-CREATE TEMP TABLE cu_basic (i int, writer bool, fence bigint, overlapping int);
+-- together. Over a run of mixed locks readers overlap, a writer is refused while any reader
+-- holds and granted once they are gone, and every grant has a fence of its own.
+CREATE TEMP TABLE cu_basic (i int, writer bool, refused_beside_readers bool, fence bigint,
+                            readers int);
 DO $$
-DECLARE f bigint;
+DECLARE f bigint; beside bigint;
 BEGIN
   FOR i IN 1 .. 40 LOOP
     IF i % 10 = 0 THEN
-      -- a writer, once every reader is gone
+      beside := fencelock.acquire('cu:basic', 'writer-' || i, '1 hour');
       PERFORM fencelock.release('cu:basic', 'reader-' || j) FROM generate_series(i - 9, i - 1) AS j;
       f := fencelock.acquire('cu:basic', 'writer-' || i, '1 hour');
-      INSERT INTO cu_basic SELECT i, true, f,
-             (SELECT count(*) FROM fencelock.lease_holders WHERE resource = 'cu:basic');
+      INSERT INTO cu_basic VALUES (i, true, beside IS NULL, f, NULL);
       PERFORM fencelock.release('cu:basic', 'writer-' || i);
     ELSE
       f := fencelock.acquire_shared('cu:basic', 'reader-' || i, '1 hour');
-      INSERT INTO cu_basic SELECT i, false, f,
+      INSERT INTO cu_basic SELECT i, false, NULL, f,
              (SELECT count(*) FROM fencelock.lease_holders WHERE resource = 'cu:basic');
     END IF;
   END LOOP;
 END $$;
 SELECT count(*) FILTER (WHERE writer) AS writes, count(*) FILTER (WHERE NOT writer) AS reads,
-       max(overlapping) FILTER (WHERE NOT writer) AS max_readers,
-       max(overlapping) FILTER (WHERE writer) AS holders_beside_writer,
-       count(*) FILTER (WHERE fence IS NULL) AS refused,
+       max(readers) AS max_readers_at_once,
+       count(*) FILTER (WHERE refused_beside_readers) AS writers_refused_beside_readers,
+       count(*) FILTER (WHERE fence IS NULL) AS not_granted,
        count(DISTINCT fence) = count(*) AS fences_distinct
   FROM cu_basic;
 DROP TABLE cu_basic;
@@ -479,4 +485,13 @@ DROP TABLE cu_basic;
 -- The writer preference, the reader waiting for a writer's release, and Curator testLockPath
 -- (a writer's session ends, a reader acquires) need two sessions: lease_shared_exclusion and
 -- lease_shared_writer_preference.
+
+-- purge removes the holders of ended groups, never a live holder.
+SELECT fencelock.acquire_shared('sh:purge-live', 'r1', '1 hour') AS live_fence;
+SELECT fencelock.acquire_shared('sh:purge-old', 'r1', '1 millisecond') AS old_fence;
+SELECT pg_sleep(0.01);
+SELECT fencelock.purge('0') > 0 AS purged;
+SELECT resource, owner FROM fencelock.lease_holder
+ WHERE resource LIKE 'sh:purge%' ORDER BY resource;
+SELECT fencelock.release('sh:purge-live', 'r1') AS released;
 SELECT fencelock.purge('0') >= 0 AS purged;

@@ -41,7 +41,7 @@ SELECT fencelock.release('pm:pool', 'b') AS b_releases;
 SELECT fencelock.release('pm:pool', 'b') AS b_releases_again;
 SELECT fencelock.acquire_permit('pm:pool', 'd', '1 hour', 3) AS d_grant;
 SELECT owner, slot, fence FROM fencelock.lease_holders WHERE resource = 'pm:pool' ORDER BY slot;
--- b's fence is refused (its slot was taken again), d's and a's pass.
+-- b's fence is refused (b released it; its slot is d's now), d's and a's pass.
 BEGIN;
 SELECT fencelock.assert_fence('pm:pool', 2);
 ROLLBACK;
@@ -108,7 +108,7 @@ SELECT count(*) AS holders_shown FROM fencelock.lease_holders WHERE resource = '
 SELECT fencelock.release('pm:exp', 'b') AS b_releases, fencelock.release('pm:exp', 'w') AS w_releases;
 
 -- lock_delay, per holder: an expired holder's slot stays taken for its lock_delay.
-SET fencelock.lock_delay = '1 hour';
+SET fencelock.lock_delay = '1h';
 SELECT fencelock.acquire_permit('pm:delay', 'a', '100 milliseconds', 1) AS a_grant;
 RESET fencelock.lock_delay;
 SELECT pg_sleep(0.2);
