@@ -113,10 +113,10 @@ SELECT fencelock.release('sh:one', 'short') AND fencelock.release('sh:one', 'lon
 
 -- Every holder expires: the group's deadline passed, the writer takes over with a higher fence;
 -- the readers' renew and release answer false and their fences are refused.
-SELECT fencelock.acquire_shared('sh:exp', 'r1', '100 milliseconds') AS r1_fence;
-SELECT fencelock.acquire_shared('sh:exp', 'r2', '100 milliseconds') AS r2_fence;
+SELECT fencelock.acquire_shared('sh:exp', 'r1', '500 milliseconds') AS r1_fence;
+SELECT fencelock.acquire_shared('sh:exp', 'r2', '500 milliseconds') AS r2_fence;
 SELECT fencelock.acquire('sh:exp', 'writer', '1 hour') AS writer_busy;
-SELECT pg_sleep(0.2);
+SELECT pg_sleep(0.6);
 SELECT owner, state FROM fencelock.lease_holders WHERE resource = 'sh:exp' ORDER BY fence;
 SELECT state, mode FROM fencelock.leases WHERE resource = 'sh:exp';
 SELECT fencelock.acquire('sh:exp', 'writer', '1 hour') AS takeover_fence;
@@ -291,11 +291,11 @@ SELECT fencelock.release('rw:exp', 'w') AS w_unlocks;
 -- Redisson testReadLockLeaseTimeout and testReadLockLeaseTimeoutDiffThreadsRRW: reader 2
 -- locks later and unlocks; reader 1's lease runs out unreleased; the writer then locks (reader
 -- 2's later grant does not prolong the group once released).
-SELECT fencelock.acquire_shared('rw:lt', 'r1', '200 milliseconds') IS NOT NULL AS r1_locked;
+SELECT fencelock.acquire_shared('rw:lt', 'r1', '500 milliseconds') IS NOT NULL AS r1_locked;
 SELECT fencelock.acquire_shared('rw:lt', 'r2', '1 hour') IS NOT NULL AS r2_locked;
 SELECT fencelock.release('rw:lt', 'r2') AS r2_unlocks;
 SELECT fencelock.acquire('rw:lt', 'w', '1 hour') IS NULL AS writer_busy_while_r1_live;
-SELECT pg_sleep(0.3);
+SELECT pg_sleep(0.6);
 SELECT fencelock.acquire('rw:lt', 'w', '1 hour') IS NOT NULL AS writer_locks;
 SELECT fencelock.release('rw:lt', 'w') AS w_unlocks;
 
@@ -328,11 +328,11 @@ SELECT count(*) FILTER (WHERE fencelock.release('rw:wr', 'r' || i)) AS unlocked
 
 -- Redisson testReadLockExpirationRenewal: fifty readers hold past their first lease by
 -- renewing it (the watchdog's job in Redisson), with no error, then unlock.
-SELECT count(fencelock.acquire_shared('rw:renew', 'r' || i, '200 milliseconds')) AS readers
+SELECT count(fencelock.acquire_shared('rw:renew', 'r' || i, '1 second')) AS readers
   FROM generate_series(1, 50) AS i;
 SELECT count(*) FILTER (WHERE fencelock.renew('rw:renew', 'r' || i, '1 hour')) AS renewed
   FROM generate_series(1, 50) AS i;
-SELECT pg_sleep(0.3);
+SELECT pg_sleep(1.1);
 SELECT count(*) FILTER (WHERE state = 'held') AS still_held
   FROM fencelock.lease_holders WHERE resource = 'rw:renew';
 SELECT count(*) FILTER (WHERE fencelock.release('rw:renew', 'r' || i)) AS unlocked

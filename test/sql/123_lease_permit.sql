@@ -88,10 +88,10 @@ SELECT fencelock.release('pm:pool', 'a') AS a_releases;
 
 -- An expired holder's slot is free for the next grant, which gets a new fence; the expired
 -- holder's renew and release answer false, its fence is refused once its slot is taken.
-SELECT fencelock.acquire_permit('pm:exp', 'a', '100 milliseconds', 2) AS a_grant;
+SELECT fencelock.acquire_permit('pm:exp', 'a', '500 milliseconds', 2) AS a_grant;
 SELECT fencelock.acquire_permit('pm:exp', 'b', '1 hour', 2) AS b_grant;
 SELECT fencelock.acquire_permit('pm:exp', 'c', '1 hour', 2) AS c_full;
-SELECT pg_sleep(0.2);
+SELECT pg_sleep(0.6);
 SELECT owner, slot, state FROM fencelock.lease_holders WHERE resource = 'pm:exp' ORDER BY slot;
 SELECT fencelock.acquire_permit('pm:exp', 'c', '1 hour', 2) AS c_takes_slot_1;
 SELECT owner, slot, fence, state FROM fencelock.lease_holders WHERE resource = 'pm:exp' ORDER BY slot;
@@ -189,9 +189,9 @@ SELECT fencelock.acquire_permit('rs:ult', 'id1', '1 hour', 1) IS NOT NULL AS acq
 SELECT fencelock.renew('rs:ult', 'id1', '200 milliseconds') AS id1_updates;
 SELECT pg_sleep(0.3);
 SELECT fencelock.renew('rs:ult', 'id1', '200 milliseconds') AS id1_updates_after_expiry;
-SELECT fencelock.acquire_permit('rs:ult', 'id2', '200 milliseconds', 1) IS NOT NULL AS id2_acquired;
-SELECT fencelock.renew('rs:ult', 'id2', '600 milliseconds') AS id2_updates;
-SELECT pg_sleep(0.3);
+SELECT fencelock.acquire_permit('rs:ult', 'id2', '500 milliseconds', 1) IS NOT NULL AS id2_acquired;
+SELECT fencelock.renew('rs:ult', 'id2', '1 second') AS id2_updates;
+SELECT pg_sleep(0.6);
 SELECT pg_temp.available('rs:ult') AS available_while_renewed;
 SELECT pg_sleep(0.5);
 SELECT pg_temp.available('rs:ult') AS available_after;
