@@ -486,6 +486,38 @@ DROP TABLE cu_basic;
 -- (a writer's session ends, a reader acquires) need two sessions: lease_shared_exclusion and
 -- lease_shared_writer_preference.
 
+-- Privileges as for acquire: lease_holders shows a holder's token only to members of the role
+-- that took it (and of pg_read_all_stats); assert_fence with its fence only for them (42501); a
+-- prefix reserved with grant_resources refuses acquire_shared and acquire_permit to others.
+CREATE ROLE regress_sh_app;
+CREATE ROLE regress_sh_other;
+SET ROLE regress_sh_app;
+SELECT fencelock.acquire_shared('sh:priv', 'app-token', '1 hour') AS app_fence;
+SELECT owner, holder FROM fencelock.lease_holders WHERE resource = 'sh:priv';
+RESET ROLE;
+SET ROLE regress_sh_other;
+SELECT owner, holder FROM fencelock.lease_holders WHERE resource = 'sh:priv';
+BEGIN;
+SELECT fencelock.assert_fence('sh:priv', 1);
+ROLLBACK;
+RESET ROLE;
+SELECT fencelock.grant_resources('sh-reserved:', 'regress_sh_app') AS reserved;
+SET ROLE regress_sh_other;
+\set VERBOSITY sqlstate
+SELECT fencelock.acquire_shared('sh-reserved:doc', 'o', '1 hour');
+SELECT fencelock.acquire_permit('sh-reserved:pool', 'o', '1 hour', 2);
+\set VERBOSITY terse
+RESET ROLE;
+SET ROLE regress_sh_app;
+SELECT fencelock.acquire_shared('sh-reserved:doc', 'o', '1 hour') IS NOT NULL AS grantee_shares,
+       fencelock.acquire_permit('sh-reserved:pool', 'o', '1 hour', 2) IS NOT NULL AS grantee_permits;
+SELECT fencelock.release('sh-reserved:doc', 'o') AND fencelock.release('sh-reserved:pool', 'o')
+       AND fencelock.release('sh:priv', 'app-token') AS released;
+RESET ROLE;
+SELECT fencelock.revoke_resources('sh-reserved:', 'regress_sh_app') AS unreserved;
+DROP ROLE regress_sh_app;
+DROP ROLE regress_sh_other;
+
 -- purge removes the holders of ended groups, never a live holder.
 SELECT fencelock.acquire_shared('sh:purge-live', 'r1', '1 hour') AS live_fence;
 SELECT fencelock.acquire_shared('sh:purge-old', 'r1', '1 millisecond') AS old_fence;
