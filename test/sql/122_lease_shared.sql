@@ -526,4 +526,20 @@ SELECT fencelock.purge('0') > 0 AS purged;
 SELECT resource, owner FROM fencelock.lease_holder
  WHERE resource LIKE 'sh:purge%' ORDER BY resource;
 SELECT fencelock.release('sh:purge-live', 'r1') AS released;
+
+-- raise_fences (after restoring an older dump) ends a group below its bound like revoke: no
+-- holder left, their renew false, their fences refused; the next grant is above the bound.
+SELECT fencelock.acquire_shared('sh:raise', 'r1', '1 hour') AS r1_fence;
+SELECT fencelock.acquire_shared('sh:raise', 'r2', '1 hour') AS raise_r2 \gset
+SELECT :raise_r2 < 1000 AS r2_below_bound;
+SELECT fencelock.raise_fences(1000) > 0 AS raised;
+SELECT owner, mode, state, fence FROM fencelock.leases WHERE resource = 'sh:raise';
+SELECT count(*) AS holders FROM fencelock.lease_holders WHERE resource = 'sh:raise';
+SELECT fencelock.renew('sh:raise', 'r1', '1 hour') AS r1_renews,
+       fencelock.release('sh:raise', 'r2') AS r2_releases;
+BEGIN;
+SELECT fencelock.assert_fence('sh:raise', :raise_r2);
+ROLLBACK;
+SELECT fencelock.acquire_shared('sh:raise', 'r1', '1 hour') AS next_fence;
+SELECT fencelock.release('sh:raise', 'r1') AS released;
 SELECT fencelock.purge('0') >= 0 AS purged;
