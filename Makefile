@@ -17,6 +17,7 @@ OBJS = \
 	src/leasetable.o \
 	src/leasefence.o \
 	src/leasevalue.o \
+	src/leasegroup.o \
 	src/timeline.o \
 	src/privilege.o \
 	src/key.o \

@@ -259,3 +259,111 @@ CREATE FUNCTION fencelock.acquire_xact(resource pg_catalog.text, owner pg_catalo
 RETURNS pg_catalog.int8
 AS 'MODULE_PATHNAME', 'fencelock_acquire_xact'
 LANGUAGE C VOLATILE;
+
+-- == shared leases and permits (issue 27) ==
+-- While shared or permit holders exist, the resource's lease row is held by their group: owner ''
+-- (a token no caller can pass), expires_at the latest holder's deadline with its lock_delay.
+-- The holders are rows of their own, of the current group only; no role has privileges on them.
+CREATE TABLE fencelock.lease_holder (
+    resource    pg_catalog.text COLLATE "C" NOT NULL,
+    owner       pg_catalog.text COLLATE "C" NOT NULL,
+    fence       pg_catalog.int8 NOT NULL,            -- this holder's grant
+    acquired_at pg_catalog.timestamptz NOT NULL,
+    expires_at  pg_catalog.timestamptz NOT NULL,
+    holder      pg_catalog.name NOT NULL,            -- the role that took it
+    lock_delay  pg_catalog.interval,
+    session_id  pg_catalog.int8,                     -- bound to this session, or NULL
+    slot        pg_catalog.int4,                     -- a permit's slot, 1..permits; NULL: a share
+    permits     pg_catalog.int4,                     -- the group's count; NULL: shared
+    value       pg_catalog.jsonb,
+    PRIMARY KEY (resource, owner)
+);
+SELECT pg_catalog.pg_extension_config_dump('fencelock.lease_holder', '');
+REVOKE ALL ON TABLE fencelock.lease_holder FROM PUBLIC;
+
+ALTER TABLE fencelock.history
+    ADD COLUMN mode pg_catalog.text NOT NULL DEFAULT 'exclusive',  -- exclusive, shared, permit
+    ADD COLUMN slot pg_catalog.int4;                                -- a permit's slot
+
+CREATE FUNCTION fencelock.acquire_shared(resource pg_catalog.text, owner pg_catalog.text,
+                                         ttl pg_catalog.interval DEFAULT fencelock.default_ttl(),
+                                         wait pg_catalog.interval DEFAULT '0',
+                                         session pg_catalog.bool DEFAULT false,
+                                         value pg_catalog.jsonb DEFAULT NULL)
+RETURNS pg_catalog.int8
+AS 'MODULE_PATHNAME', 'fencelock_acquire_shared'
+LANGUAGE C VOLATILE;
+
+CREATE FUNCTION fencelock.acquire_permit(resource pg_catalog.text, owner pg_catalog.text,
+                                         ttl pg_catalog.interval, permits pg_catalog.int4,
+                                         wait pg_catalog.interval DEFAULT '0',
+                                         session pg_catalog.bool DEFAULT false,
+                                         value pg_catalog.jsonb DEFAULT NULL)
+RETURNS pg_catalog.int8
+AS 'MODULE_PATHNAME', 'fencelock_acquire_permit'
+LANGUAGE C VOLATILE;
+
+-- The current group's holders; the owner token is shown to members of the holder's role.
+CREATE VIEW fencelock.lease_holders AS
+SELECT h.resource,
+       CASE WHEN pg_catalog.pg_has_role('pg_read_all_stats', 'MEMBER')
+              OR EXISTS (SELECT FROM pg_catalog.pg_roles AS r
+                          WHERE r.rolname OPERATOR(pg_catalog.=) h.holder
+                            AND pg_catalog.pg_has_role(r.oid, 'MEMBER'))
+            THEN h.owner END AS owner,
+       CASE WHEN h.permits IS NULL THEN 'shared' ELSE 'permit' END AS mode,
+       h.slot,
+       h.permits,
+       h.fence,
+       h.acquired_at,
+       h.expires_at,
+       CASE WHEN s.live THEN h.expires_at OPERATOR(pg_catalog.-) c.now END AS remaining,
+       CASE WHEN s.live THEN 'held' ELSE 'expired' END AS state,
+       h.holder,
+       h.session_id IS NOT NULL AS session_bound,
+       CASE WHEN s.live THEN h.value END AS value
+  FROM fencelock.lease_holder AS h
+  JOIN fencelock.lease AS l ON l.resource OPERATOR(pg_catalog.=) h.resource
+                           AND l.owner OPERATOR(pg_catalog.=) '',
+       LATERAL (SELECT pg_catalog.clock_timestamp() AS now) AS c,
+       LATERAL (SELECT h.expires_at OPERATOR(pg_catalog.>) c.now
+                   AND (h.session_id IS NULL OR fencelock.session_alive(h.session_id)) AS live) AS s;
+GRANT SELECT ON fencelock.lease_holders TO PUBLIC;
+
+-- leases gains mode (exclusive, shared, permit; NULL when free); a group's row shows no owner.
+CREATE OR REPLACE VIEW fencelock.leases AS
+SELECT l.resource,
+       CASE WHEN l.owner OPERATOR(pg_catalog.=) '' THEN NULL
+            WHEN pg_catalog.pg_has_role('pg_read_all_stats', 'MEMBER')
+              OR EXISTS (SELECT FROM pg_catalog.pg_roles AS r
+                          WHERE r.rolname OPERATOR(pg_catalog.=) l.holder
+                            AND pg_catalog.pg_has_role(r.oid, 'MEMBER'))
+            THEN l.owner END AS owner,
+       l.fence,
+       l.acquired_at,
+       l.expires_at,
+       CASE WHEN s.live AND l.expires_at OPERATOR(pg_catalog.>) c.now
+            THEN l.expires_at OPERATOR(pg_catalog.-) c.now END AS remaining,
+       CASE WHEN NOT s.live THEN 'free'
+            WHEN l.expires_at OPERATOR(pg_catalog.>) c.now THEN 'held'
+            ELSE 'expired' END AS state,
+       l.holder,
+       CASE l.granted_how WHEN 'n' THEN 'new' WHEN 'r' THEN 'after release'
+            WHEN 'e' THEN 'after own expiry' WHEN 't' THEN 'taken over'
+            WHEN 'v' THEN 'revoked' END AS granted_how,
+       fencelock.waiters(l.resource) AS waiters,
+       l.session_id IS NOT NULL AND l.owner IS NOT NULL AS session_bound,
+       CASE WHEN s.live AND l.expires_at OPERATOR(pg_catalog.>) c.now
+            THEN (SELECT v.value FROM fencelock.lease_value AS v
+                   WHERE v.resource OPERATOR(pg_catalog.=) l.resource
+                     AND v.fence OPERATOR(pg_catalog.=) l.fence) END AS value,
+       CASE WHEN l.owner IS NULL THEN NULL
+            WHEN l.owner OPERATOR(pg_catalog.<>) '' THEN 'exclusive'
+            WHEN EXISTS (SELECT FROM fencelock.lease_holder AS h
+                          WHERE h.resource OPERATOR(pg_catalog.=) l.resource
+                            AND h.permits IS NOT NULL) THEN 'permit'
+            ELSE 'shared' END AS mode
+  FROM fencelock.lease AS l,
+       LATERAL (SELECT pg_catalog.clock_timestamp() AS now) AS c,
+       LATERAL (SELECT l.owner IS NOT NULL
+                   AND (l.session_id IS NULL OR fencelock.session_alive(l.session_id)) AS live) AS s;

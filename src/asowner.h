@@ -14,7 +14,7 @@
  * The statements behind the SQL API.  Each runs through SPI as the extension's owner
  * (the caller has no privileges on fencelock's tables), prepared once per backend.
  */
-#define FL_MAX_ARGS 8
+#define FL_MAX_ARGS 12
 
 typedef struct FlStmt
 {

@@ -41,7 +41,8 @@ typedef enum FlGrantedHow
 	FL_GRANTED_AFTER_RELEASE = 'r', /* after a release, a revoke or the holder's session ended */
 	FL_GRANTED_AFTER_EXPIRY = 'e',  /* to the same owner, after its own lease expired */
 	FL_GRANTED_TAKEOVER = 't',      /* to another owner, after the holder's lease expired */
-	FL_GRANTED_REVOKED = 'v'        /* not a grant: revoke's new fence, nobody holds it */
+	FL_GRANTED_REVOKED = 'v',       /* not a grant: revoke's new fence, nobody holds it */
+	FL_GRANTED_JOINED = 'j'         /* a share or permit of a group that holds the lease already */
 } FlGrantedHow;
 
 #endif /* FENCELOCK_H */

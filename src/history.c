@@ -67,6 +67,13 @@ static FlStmt history_revoke = {
 	3,
 	{TEXTOID, INT8OID, TIMESTAMPTZOID}};
 
+/* $1 resource, $2 fence, $3 mode, $4 slot: a share's or permit's grant (leasegroup.c) */
+static FlStmt history_mode = {
+	"UPDATE fencelock.history AS h SET mode = $3, slot = $4 "
+	"WHERE h.resource OPERATOR(pg_catalog.=) $1 AND h.fence OPERATOR(pg_catalog.=) $2",
+	4,
+	{TEXTOID, INT8OID, TEXTOID, INT4OID}};
+
 /*
  * $1 resource, $2 fence, $3 the session's end, $4 released: the grant's history row, unless
  * another transaction has it locked.  A released grant ended then; an expired one has its
@@ -125,6 +132,8 @@ granted_how_words(char how)
 			return "taken over";
 		case FL_GRANTED_REVOKED:
 			return "revoked";
+		case FL_GRANTED_JOINED:
+			return "joined";
 	}
 	return "unknown";
 }
@@ -154,6 +163,41 @@ fl_history_grant(text *resource, text *owner, FlGrant *g)
 	 */
 	if ((pg_prng_uint32(&pg_global_prng_state) & 255) == 0)
 		history_prune_batch(g->granted_at, FL_HISTORY_PRUNE_BATCH);
+}
+
+/* $1 resource, $2 fence, $3 now, $4 how it ended: one grant, if still open */
+static FlStmt history_ended = {
+	"UPDATE fencelock.history AS h SET ended_at = LEAST(h.expires_at, $3), ended_how = $4 "
+	"WHERE h.resource OPERATOR(pg_catalog.=) $1 AND h.fence OPERATOR(pg_catalog.=) $2 "
+	" AND h.ended_at IS NULL",
+	4,
+	{TEXTOID, INT8OID, TIMESTAMPTZOID, TEXTOID}};
+
+/* The grant of FENCE ended at NOW (or its deadline, when earlier), HOW ("taken over"). */
+void
+fl_history_ended(text *resource, int64 fence, TimestampTz now, const char *how)
+{
+	Datum values[4];
+
+	values[0] = PointerGetDatum(resource);
+	values[1] = Int64GetDatum(fence);
+	values[2] = TimestampTzGetDatum(now);
+	values[3] = CStringGetTextDatum(how);
+	fl_run(&history_ended, values, NULL, false);
+}
+
+/* The grant of FENCE just recorded is a share or a permit (MODE), in SLOT (0: none). */
+void
+fl_history_mode(text *resource, int64 fence, const char *mode, int slot)
+{
+	Datum values[4];
+	char nulls[4] = {' ', ' ', ' ', slot > 0 ? ' ' : 'n'};
+
+	values[0] = PointerGetDatum(resource);
+	values[1] = Int64GetDatum(fence);
+	values[2] = CStringGetTextDatum(mode);
+	values[3] = Int32GetDatum(slot);
+	fl_run(&history_mode, values, nulls, false);
 }
 
 void

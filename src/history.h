@@ -11,6 +11,8 @@
 #include "lease.h"
 
 extern void fl_history_grant(text *resource, text *owner, FlGrant *g);
+extern void fl_history_ended(text *resource, int64 fence, TimestampTz now, const char *how);
+extern void fl_history_mode(text *resource, int64 fence, const char *mode, int slot);
 extern void fl_history_update(text *resource, int64 fence, TimestampTz now, TimestampTz expires,
 							  bool released);
 extern void fl_history_purge(Datum gone, TimestampTz now);

@@ -13,6 +13,7 @@
 #include "lease.h"
 #include "leasebound.h"
 #include "leasefence.h"
+#include "leasegroup.h"
 #include "leasetable.h"
 #include "leasevalue.h"
 #include "miscadmin.h"
@@ -31,6 +32,7 @@
 #include "waitqueue.h"
 
 bool fl_grant_xact = false;
+int fl_grant_permits = -1;
 
 PG_FUNCTION_INFO_V1(fencelock_acquire);
 PG_FUNCTION_INFO_V1(fencelock_acquire_0_2);
@@ -90,9 +92,30 @@ fl_try_acquire(text *resource, text *owner, int64 ttl, FlApi api, bool want_expi
 {
 	TimestampTz now = GetCurrentTimestamp();
 	Name holder = fl_holder_name();
+	const char *mode = NULL;
 
-	fl_lease_grant(resource, owner, now, now + ttl, api, holder, fl_grant_session, want_expiry,
-				   nowait, fl_grant_xact, g);
+	if (fl_grant_permits < 0)
+		fl_lease_grant(resource, owner, now, now + ttl, api, holder, fl_grant_session, want_expiry,
+					   nowait, fl_grant_xact, g);
+	else if (fl_queue_exclusive_ahead(resource))
+	{
+		/* Writer preference: no share or permit is granted past a queued exclusive waiter. */
+		memset(g, 0, sizeof(*g));
+	}
+	else
+	{
+		FlGroupCall c = {.permits = fl_grant_permits,
+						 .now = now,
+						 .expires = now + ttl,
+						 .holder = holder,
+						 .session = fl_grant_session,
+						 .value = value,
+						 .nowait = nowait,
+						 .want_expiry = want_expiry};
+
+		fl_group_grant(resource, owner, &c, g);
+		mode = g->mode == FL_MODE_PERMIT ? "permit" : "shared";
+	}
 	if (!g->granted)
 	{
 		fl_count(FL_BUSY, 1);
@@ -100,15 +123,15 @@ fl_try_acquire(text *resource, text *owner, int64 ttl, FlApi api, bool want_expi
 		return;
 	}
 	if (fl_grant_session != 0)
-		fl_session_bound(resource);
+		fl_session_bound(resource, mode != NULL);
 	/* A new grant's value replaces its predecessor's; a retry's replaces its own. */
-	if (value != NULL)
+	if (value != NULL && mode == NULL)
 		(void) fl_lease_value_set(resource, g->fence, value);
 	if (g->is_new && fencelock_notify)
-		fl_notify(g->how == FL_GRANTED_TAKEOVER ? "taken_over" : "granted", resource, g->fence,
-				  NameStr(*holder), value);
+		fl_notify_holder(g->how == FL_GRANTED_TAKEOVER ? "taken_over" : "granted", resource,
+						 g->fence, NameStr(*holder), value, mode, g->slot);
 	else if (value != NULL && fencelock_notify)
-		fl_notify("value_set", resource, g->fence, NameStr(*holder), value);
+		fl_notify_holder("value_set", resource, g->fence, NameStr(*holder), value, mode, g->slot);
 	if (fl_grant_xact)
 	{
 		/*
@@ -187,14 +210,26 @@ fencelock_acquire_0_2(PG_FUNCTION_ARGS)
 
 /*
  * renew and release: the lease's fence, or -1 when the caller did not hold a live lease (the
- * grant with fence *GRANT, when GRANT is not NULL).
+ * grant with fence *GRANT, when GRANT is not NULL), of its own or a share or permit of its group
+ * (*MODE then "shared" or "permit", *SLOT the permit's slot).
  */
 static int64
-fl_owner_update(text *resource, text *owner, const int64 *grant, int64 ttl, bool release, FlApi api)
+fl_owner_update(text *resource, text *owner, const int64 *grant, int64 ttl, bool release, FlApi api,
+				const char **mode, int *slot)
 {
 	TimestampTz now = GetCurrentTimestamp();
+	int64 fence = fl_lease_owner_change(resource, owner, grant, now, now + ttl, release, api);
 
-	return fl_lease_owner_change(resource, owner, grant, now, now + ttl, release, api);
+	*mode = NULL;
+	*slot = 0;
+	/* Not the lease's owner: a share or a permit of its group, perhaps (leasegroup.c). */
+	if (fence < 0 && api != FL_API_0_1)
+	{
+		fence = fl_group_owner_change(resource, owner, grant, now, now + ttl, release, slot);
+		if (fence >= 0)
+			*mode = *slot > 0 ? "permit" : "shared";
+	}
+	return fence;
 }
 
 #define FL_GRANT_HINT "Pass the fence that acquire returned for this grant."
@@ -209,9 +244,11 @@ fl_renew_sql(FunctionCallInfo fcinfo, FlApi api, bool named)
 	int64 grant = named ? fl_arg_fence(fcinfo, 3, FL_GRANT_HINT) : 0;
 	int64 fence;
 	bool done;
+	const char *mode;
+	int slot;
 
 	fl_check_resource(resource);
-	fence = fl_owner_update(resource, owner, named ? &grant : NULL, ttl, false, api);
+	fence = fl_owner_update(resource, owner, named ? &grant : NULL, ttl, false, api, &mode, &slot);
 	done = fence >= 0;
 
 	if (done)
@@ -228,7 +265,9 @@ fl_renew_sql(FunctionCallInfo fcinfo, FlApi api, bool named)
 bool
 fl_release(text *resource, text *owner, const int64 *grant, FlApi api)
 {
-	int64 fence = fl_owner_update(resource, owner, grant, 0, true, api);
+	const char *mode;
+	int slot;
+	int64 fence = fl_owner_update(resource, owner, grant, 0, true, api, &mode, &slot);
 	bool done = fence >= 0;
 
 	if (!done)
@@ -241,7 +280,7 @@ fl_release(text *resource, text *owner, const int64 *grant, FlApi api)
 	fl_count_at_commit(FL_RELEASES, 1);
 	fl_count_resource_at_commit(resource, FL_RES_RELEASE, fence, GetCurrentTimestamp(), 0, false);
 	if (fencelock_notify)
-		fl_notify("released", resource, fence, NameStr(*fl_holder_name()), NULL);
+		fl_notify_holder("released", resource, fence, NameStr(*fl_holder_name()), NULL, mode, slot);
 	/* The next waiter may try once this transaction commits. */
 	fl_queue_wake_at_commit(resource);
 	return true;
@@ -302,23 +341,34 @@ fencelock_release_grant(PG_FUNCTION_ARGS)
  * assert_fence (fl_lease_holder_member).  Checked before locking; a takeover by another role in
  * between changes the fence, and the assertion then fails.
  */
+pg_noreturn static void fl_refuse_assert(text *resource);
+
+static void
+fl_refuse_assert(text *resource)
+{
+	ereport(ERROR, (errcode(ERRCODE_INSUFFICIENT_PRIVILEGE),
+					errmsg("permission denied to assert the fence of resource \"%s\"",
+						   text_to_cstring(resource)),
+					errdetail("Only members of the role that took the lease may assert its fence."),
+					errhint("Call assert_fence as the role that called acquire.")));
+}
+
+/*
+ * A group's holders have roles of their own: the role of the holder with FENCE is checked once the
+ * row is locked (leasegroup.c), and *group tells the caller so.
+ */
 static bool
-fl_locked_fence(text *resource, int64 *fence)
+fl_locked_fence(text *resource, int64 *fence, bool *group)
 {
 	bool found;
-	char *holder = fl_lease_holder(resource, &found);
+	char *holder = fl_lease_holder(resource, &found, group);
 	NameData locked_holder;
 	bool holder_null;
 
 	/* No row, nothing to pin: the assertion fails on its own. */
-	if (found && !fl_lease_holder_member(GetUserId(), holder))
-		ereport(ERROR,
-				(errcode(ERRCODE_INSUFFICIENT_PRIVILEGE),
-				 errmsg("permission denied to assert the fence of resource \"%s\"",
-						text_to_cstring(resource)),
-				 errdetail("Only members of the role that took the lease may assert its fence."),
-				 errhint("Call assert_fence as the role that called acquire.")));
-	fl_lease_lock(resource, &found, fence, &locked_holder, &holder_null);
+	if (found && !*group && !fl_lease_holder_member(GetUserId(), holder))
+		fl_refuse_assert(resource);
+	fl_lease_lock(resource, &found, fence, &locked_holder, &holder_null, group);
 	return found;
 }
 
@@ -340,11 +390,20 @@ fencelock_assert_fence(PG_FUNCTION_ARGS)
 	int64 fence = fl_arg_fence(fcinfo, 1, "Pass the fence that acquire returned.");
 	int64 current;
 	bool found;
+	bool group;
+	NameData holder;
 
 	fl_check_resource(resource);
-	found = fl_locked_fence(resource, &current);
+	found = fl_locked_fence(resource, &current, &group);
 
-	if (found && fence == current)
+	if (group && fl_group_fence_holder(resource, fence, &holder))
+	{
+		if (!fl_lease_holder_member(GetUserId(), NameStr(holder)))
+			fl_refuse_assert(resource);
+		fl_note_shown_fence(resource, fence);
+		PG_RETURN_VOID();
+	}
+	if (found && fence == current && !group)
 	{
 		fl_note_shown_fence(resource, fence); /* leasebound.c: DELETE may follow */
 		PG_RETURN_VOID();
@@ -360,6 +419,14 @@ fencelock_assert_fence(PG_FUNCTION_ARGS)
 				(errcode(ERRCODE_FENCELOCK_STALE_FENCE),
 				 errmsg("no fence has been issued for resource \"%s\"", text_to_cstring(resource)),
 				 errhint("Acquire the lease before writing under it.")));
+	if (group && fence <= current)
+		ereport(ERROR,
+				(errcode(ERRCODE_FENCELOCK_STALE_FENCE),
+				 errmsg("fence " INT64_FORMAT " is not held by any holder of resource \"%s\"",
+						fence, text_to_cstring(resource)),
+				 errdetail("The share or permit granted with this fence was released, expired "
+						   "and was replaced, or never existed."),
+				 errhint("This holder has lost the lease: roll back and stop.")));
 	if (fence < current)
 		ereport(ERROR,
 				(errcode(ERRCODE_FENCELOCK_STALE_FENCE),
@@ -425,13 +492,24 @@ fencelock_set_value(PG_FUNCTION_ARGS)
 	text *owner = fl_arg_owner(fcinfo, 1);
 	Jsonb *value = fl_arg_value(fcinfo, 2);
 	int64 fence;
+	bool permit;
+	int slot;
 
 	fl_check_resource(resource);
-	if (!fl_lease_holds(resource, owner, &fence))
-		PG_RETURN_BOOL(false);
-	if (!fl_lease_value_set(resource, fence, value) && value != NULL)
+	if (fl_lease_holds(resource, owner, &fence))
+	{
+		if (!fl_lease_value_set(resource, fence, value) && value != NULL)
+			PG_RETURN_BOOL(false);
+		if (fencelock_notify)
+			fl_notify("value_set", resource, fence, NameStr(*fl_holder_name()), value);
+		PG_RETURN_BOOL(true);
+	}
+	/* A share's or permit's value is its holder's own (leasegroup.c). */
+	if (!fl_group_holds(resource, owner, &fence, &permit, &slot) ||
+		!fl_group_value_set(resource, fence, value))
 		PG_RETURN_BOOL(false);
 	if (fencelock_notify)
-		fl_notify("value_set", resource, fence, NameStr(*fl_holder_name()), value);
+		fl_notify_holder("value_set", resource, fence, NameStr(*fl_holder_name()), value,
+						 permit ? "permit" : "shared", slot);
 	PG_RETURN_BOOL(true);
 }

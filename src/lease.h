@@ -12,6 +12,14 @@
 #include "fmgr.h"
 #include "utils/jsonb.h"
 
+/* What a grant gives: the lease alone, a share of it, or one of its permits (leasegroup.c). */
+typedef enum FlMode
+{
+	FL_MODE_EXCLUSIVE = 0,
+	FL_MODE_SHARED,
+	FL_MODE_PERMIT
+} FlMode;
+
 /* The outcome of one grant attempt. */
 typedef struct FlGrant
 {
@@ -23,10 +31,14 @@ typedef struct FlGrant
 	TimestampTz expires_at;
 	TimestampTz holder_expires; /* busy: when the holder's lease runs out; 0 if unknown */
 	bool xact;                  /* the transaction's own grant (acquire_xact): released with it */
+	FlMode mode;
+	int slot; /* a permit's slot (1..permits); 0 otherwise */
 } FlGrant;
 
 /* Set around a call of fl_try_acquire: its grants are the transaction's own (acquire_xact) */
 extern bool fl_grant_xact;
+/* Set around a call of fl_try_acquire: -1 the lease alone; 0 a share; N one of N permits */
+extern int fl_grant_permits;
 
 extern void fl_try_acquire(text *resource, text *owner, int64 ttl, FlApi api, bool want_expiry,
 						   bool nowait, Jsonb *value, FlGrant *g);

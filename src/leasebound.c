@@ -21,6 +21,7 @@
 #include "fencelock.h"
 #include "leasebound.h"
 #include "leasefence.h"
+#include "leasegroup.h"
 #include "miscadmin.h"
 #include "privilege.h"
 #include "resstats.h"
@@ -126,11 +127,11 @@ lookup(const char *lease)
 }
 
 pg_noreturn static void refuse_stale(Relation rel, AttrNumber attnum, const char *lease,
-									 int64 fence, bool found, int64 latest);
+									 int64 fence, bool found, int64 latest, bool group);
 
 static void
 refuse_stale(Relation rel, AttrNumber attnum, const char *lease, int64 fence, bool found,
-			 int64 latest)
+			 int64 latest, bool group)
 {
 	const char *table = RelationGetRelationName(rel);
 	const char *column = get_attname(RelationGetRelid(rel), attnum, false);
@@ -150,6 +151,17 @@ refuse_stale(Relation rel, AttrNumber attnum, const char *lease, int64 fence, bo
 			 errdetail("Table \"%s\", column \"%s\": writes must carry the lease's latest fence.",
 					   table, column),
 			 errhint("Acquire the lease before writing under it."), errtablecol(rel, attnum)));
+	if (group && fence <= latest)
+		ereport(ERROR,
+				(errcode(ERRCODE_FENCELOCK_STALE_FENCE),
+				 errmsg("fence " INT64_FORMAT " is not held by any holder of lease \"%s\"", fence,
+						lease),
+				 errdetail("Table \"%s\", column \"%s\": the share or permit granted with this "
+						   "fence was released, expired and was replaced, or never existed.",
+						   table, column),
+				 errhint("This writer has lost its lease: roll back and stop; do not retry with "
+						 "the same fence."),
+				 errtablecol(rel, attnum)));
 	/* How late the write came is told from a second on: a test's outputs stay the same. */
 	if (fence < latest)
 		ereport(ERROR,
@@ -203,6 +215,7 @@ fl_check_lease_write(Relation rel, AttrNumber attnum, const char *lease, int64 f
 	NameData holder;
 	bool holder_null = true;
 	bool found = false;
+	bool group = false;
 	int64 latest = 0;
 
 	if (entry != NULL && entry->fence == fence)
@@ -213,13 +226,24 @@ fl_check_lease_write(Relation rel, AttrNumber attnum, const char *lease, int64 f
 	{
 		text *key = cstring_to_text(lease);
 
-		fl_lease_lock(key, &found, &latest, &holder, &holder_null);
+		fl_lease_lock(key, &found, &latest, &holder, &holder_null, &group);
+		/*
+		 * A group holds the lease: the write carries one of its holders' fences, and may be
+		 * made by that holder's role, while the holder is in the group (leasegroup.c).
+		 */
+		if (group && fl_group_fence_holder(key, fence, &holder))
+		{
+			pfree(key);
+			check_may_write(lease, GetUserId(), NameStr(holder));
+			remember(lease, fence);
+			return;
+		}
 		pfree(key);
-		if (found && fence == latest)
+		if (found && fence == latest && !group)
 			check_may_write(lease, GetUserId(), holder_null ? NULL : NameStr(holder));
 	}
-	if (!found || fence != latest)
-		refuse_stale(rel, attnum, lease, fence, found, latest);
+	if (!found || fence != latest || group)
+		refuse_stale(rel, attnum, lease, fence, found, latest, group);
 	remember(lease, latest);
 }
 

@@ -19,21 +19,22 @@
 #include "utils/timestamp.h"
 
 /*
- * $1 resource: its latest fence, the role of its latest grant and when that grant was made, the
- * row locked against grants (assert_fence, a lease-bound write).  The casts keep the result's
- * types whatever a superuser made of the columns; the direct path reads them only where they
- * have these types.
+ * $1 resource: its latest fence, the role of its latest grant, when that grant was made and
+ * whether a group holds it (leasegroup.c), the row locked against grants (assert_fence, a
+ * lease-bound write).  The casts keep the result's types whatever a superuser made of the columns;
+ * the direct path reads them only where they have these types.
  */
 static FlStmt fence_lock = {
 	"SELECT CAST(l.fence AS pg_catalog.int8), "
 	"CAST(l.holder AS pg_catalog.name), "
-	"CAST(l.acquired_at AS pg_catalog.timestamptz) FROM fencelock.lease AS l "
-	"WHERE l.resource OPERATOR(pg_catalog.=) $1 FOR SHARE",
+	"CAST(l.acquired_at AS pg_catalog.timestamptz), l.owner OPERATOR(pg_catalog.=) '' "
+	"FROM fencelock.lease AS l WHERE l.resource OPERATOR(pg_catalog.=) $1 FOR SHARE",
 	1,
 	{TEXTOID}};
 
-/* The holder alone, without a lock (assert_fence checks it before it locks). */
-static FlStmt holder_select = {"SELECT CAST(l.holder AS pg_catalog.name) FROM fencelock.lease AS l "
+/* The holder alone, without a lock (assert_fence checks it before it locks), and the group. */
+static FlStmt holder_select = {"SELECT CAST(l.holder AS pg_catalog.name), "
+							   "l.owner OPERATOR(pg_catalog.=) '' FROM fencelock.lease AS l "
 							   "WHERE l.resource OPERATOR(pg_catalog.=) $1",
 							   1,
 							   {TEXTOID}};
@@ -51,9 +52,12 @@ static FlStmt fence_raise = {
  * ---------------------------------------------------------------------------------------------
  */
 
-/* The role of RESOURCE's latest grant, or NULL; *found, whether the resource has a row. */
+/*
+ * The role of RESOURCE's latest grant, or NULL; *found, whether the resource has a row; *group,
+ * whether a group holds it (its holders have roles of their own).
+ */
 char *
-fl_lease_holder(text *resource, bool *found)
+fl_lease_holder(text *resource, bool *found, bool *group)
 {
 	Datum values[1];
 	FlSession s;
@@ -63,9 +67,13 @@ fl_lease_holder(text *resource, bool *found)
 	values[0] = PointerGetDatum(resource);
 	fl_begin(&s);
 	*found = fl_run(&holder_select, values, NULL, true) == 1;
+	*group = false;
 	if (*found)
 	{
-		Datum d = SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1, &isnull);
+		Datum d = SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 2, &isnull);
+
+		*group = !isnull && DatumGetBool(d);
+		d = SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1, &isnull);
 
 		/* In the caller's memory: SPI_finish frees the statement's. */
 		if (!isnull)
@@ -79,22 +87,25 @@ fl_lease_holder(text *resource, bool *found)
 static TimestampTz locked_acquired_at = 0; /* of the row fl_lease_lock read last; 0: none */
 
 /*
- * Share-lock RESOURCE's row against grants until the transaction ends, and read its latest fence
- * and holder: directly in READ COMMITTED where leaserow.c can (a transaction snapshot must see a
- * grant committed after it as a serialization failure, which the statement reports), else by the
- * statement, which also sees all of this transaction's own changes.
+ * Share-lock RESOURCE's row against grants until the transaction ends, and read its latest fence,
+ * holder and whether a group holds it: directly in READ COMMITTED where leaserow.c can (a
+ * transaction snapshot must see a grant committed after it as a serialization failure, which the
+ * statement reports), else by the statement, which also sees all of this transaction's own changes.
  */
 void
-fl_lease_lock(text *resource, bool *found, int64 *fence, NameData *holder, bool *holder_null)
+fl_lease_lock(text *resource, bool *found, int64 *fence, NameData *holder, bool *holder_null,
+			  bool *group)
 {
 	FlSession s;
 	Datum values[1];
 	bool isnull = true;
 
 	*holder_null = true;
+	*group = false;
 	locked_acquired_at = 0;
 	if (fencelock_direct_path && !IsolationUsesXactSnapshot() &&
-		fl_lease_row_lock_share(resource, found, fence, holder, holder_null, &locked_acquired_at))
+		fl_lease_row_lock_share(resource, found, fence, holder, holder_null, &locked_acquired_at,
+								group))
 		return;
 
 	values[0] = PointerGetDatum(resource);
@@ -112,6 +123,8 @@ fl_lease_lock(text *resource, bool *found, int64 *fence, NameData *holder, bool 
 		d = SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 3, &isnull);
 		if (!isnull)
 			locked_acquired_at = DatumGetTimestampTz(d);
+		d = SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 4, &isnull);
+		*group = !isnull && DatumGetBool(d);
 	}
 	fl_end(&s);
 }

@@ -8,9 +8,9 @@
 #include "postgres.h"
 
 /* Fences read, and rows locked against grants */
-extern char *fl_lease_holder(text *resource, bool *found);
+extern char *fl_lease_holder(text *resource, bool *found, bool *group);
 extern void fl_lease_lock(text *resource, bool *found, int64 *fence, NameData *holder,
-						  bool *holder_null);
+						  bool *holder_null, bool *group);
 extern int64 fl_lease_locked_age(void);
 
 /* A fence for a row just inserted: above the purge floor (runs inside the caller's fl_begin) */

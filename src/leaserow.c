@@ -559,12 +559,13 @@ key_equal(Datum d, text *key)
 }
 
 /*
- * The locked version of a lease's row: its fence and holder.  A NULL fence (a superuser's doing)
- * is no fence issued, as the statement's reader (leasetable.c) takes it.
+ * The locked version of a lease's row: its fence and holder, and whether a group holds it (owner
+ * '', leasegroup.c).  A NULL fence (a superuser's doing) is no fence issued, as the statement's
+ * reader (leasetable.c) takes it.
  */
 static void
 read_locked_row(TupleTableSlot *slot, bool *found, int64 *fence, NameData *holder,
-				bool *holder_null, TimestampTz *acquired_at)
+				bool *holder_null, TimestampTz *acquired_at, bool *group)
 {
 	bool isnull;
 	Datum d = slot_getattr(slot, layout.att[COL_FENCE], &isnull);
@@ -573,6 +574,8 @@ read_locked_row(TupleTableSlot *slot, bool *found, int64 *fence, NameData *holde
 		return;
 	*found = true;
 	*fence = DatumGetInt64(d);
+	d = slot_getattr(slot, layout.att[COL_OWNER], &isnull);
+	*group = !isnull && VARSIZE_ANY_EXHDR(DatumGetPointer(d)) == 0;
 	d = slot_getattr(slot, layout.att[COL_HOLDER], holder_null);
 	if (!*holder_null)
 		namestrcpy(holder, NameStr(*DatumGetName(d)));
@@ -596,7 +599,7 @@ read_locked_row(TupleTableSlot *slot, bool *found, int64 *fence, NameData *holde
  */
 bool
 fl_lease_row_lock_share(text *resource, bool *found, int64 *fence, NameData *holder,
-						bool *holder_null, TimestampTz *acquired_at)
+						bool *holder_null, TimestampTz *acquired_at, bool *group)
 {
 	Relation rel;
 	Relation idx;
@@ -605,6 +608,7 @@ fl_lease_row_lock_share(text *resource, bool *found, int64 *fence, NameData *hol
 	bool done = true;
 
 	*found = false;
+	*group = false;
 	/* A read-only transaction: the statement's FOR SHARE raises the error (25006). */
 	if (XactReadOnly || IsInParallelMode())
 		return false;
@@ -642,7 +646,7 @@ fl_lease_row_lock_share(text *resource, bool *found, int64 *fence, NameData *hol
 				 * checks its condition again on the version it locked.
 				 */
 				if (!tmfd.traversed || (!isnull && key_equal(d, resource)))
-					read_locked_row(slot, found, fence, holder, holder_null, acquired_at);
+					read_locked_row(slot, found, fence, holder, holder_null, acquired_at, group);
 				break;
 			}
 			case TM_Deleted:

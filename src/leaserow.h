@@ -69,12 +69,12 @@ extern FlRowResult fl_lease_row_change(text *resource, bool need_v2, bool nowait
 extern bool fl_lease_row_owner_is(const FlLeaseRow *row, text *owner);
 
 /*
- * Share-lock RESOURCE's row and read its latest fence, holder and the grant's start (left alone
- * when NULL) directly, as SELECT ... FOR SHARE does in READ COMMITTED; false when that is not
- * equivalent here (then ask a statement).
+ * Share-lock RESOURCE's row and read its latest fence, holder, the grant's start (left alone
+ * when NULL) and whether a group holds it directly, as SELECT ... FOR SHARE does in READ
+ * COMMITTED; false when that is not equivalent here (then ask a statement).
  */
 extern bool fl_lease_row_lock_share(text *resource, bool *found, int64 *fence, NameData *holder,
-									bool *holder_null, TimestampTz *acquired_at);
+									bool *holder_null, TimestampTz *acquired_at, bool *group);
 
 /* Whether another transaction is inserting or deleting RESOURCE's row now (a try-once grant). */
 extern bool fl_lease_row_in_progress(text *resource);

@@ -30,7 +30,9 @@
 #include "history.h"
 #include "lease.h"
 #include "leasefence.h"
+#include "leasegroup.h"
 #include "leaserow.h"
+#include "leaserule.h"
 #include "leasetable.h"
 #include "miscadmin.h"
 #include "sessionslot.h"
@@ -50,30 +52,6 @@
  * the lease binds to (NULL for an ordinary lease).
  * ---------------------------------------------------------------------------------------------
  */
-
-/* The same owner's live lease keeps its fence; any other grant takes a new one. */
-#define SQL_SAME_LIVE_OWNER                                                                        \
-	"l.owner OPERATOR(pg_catalog.=) $2 AND l.expires_at OPERATOR(pg_catalog.>) $3"
-
-/* A new fence: above the row's and above every fence of earlier timelines. */
-#define SQL_NEXT_FENCE(base) "GREATEST(l.fence, " base ") OPERATOR(pg_catalog.+) 1"
-
-/*
- * Whom a lease row is free for.  0.1.0: nobody holds it, its lease expired, or it is the same
- * owner's.  Later: a lease that expired without a release stays another owner's for its
- * lock_delay (kept in the row: the granting session's fencelock.lock_delay) after its deadline.
- * 0.3.0: a lease whose session has ended is free.
- */
-#define SQL_FREE_V1                                                                                \
-	"(l.owner IS NULL OR l.expires_at OPERATOR(pg_catalog.<=) $3 "                                 \
-	" OR l.owner OPERATOR(pg_catalog.=) $2)"
-#define SQL_HOLDER_DEADLINE "l.expires_at OPERATOR(pg_catalog.+) COALESCE(l.lock_delay, '0')"
-#define SQL_FREE_V2                                                                                \
-	"(l.owner IS NULL OR l.owner OPERATOR(pg_catalog.=) $2 "                                       \
-	" OR " SQL_HOLDER_DEADLINE " OPERATOR(pg_catalog.<=) $3)"
-#define SQL_FREE_V3                                                                                \
-	"(" SQL_FREE_V2 " OR (l.session_id IS NOT NULL "                                               \
-	" AND NOT fencelock.session_alive(l.session_id)))"
 
 /* How a lease was granted (FlGrantedHow's letters): kept by the same owner's live lease. */
 #define SQL_HOW                                                                                    \
@@ -792,7 +770,10 @@ fl_lease_purge(FlApi api, TimestampTz cutoff, TimestampTz now, void (*wake)(text
 		array_free_iterator(it);
 	}
 	if (api != FL_API_0_1)
+	{
 		fl_history_purge(gone, now);
+		fl_group_forget_orphans(); /* holders of groups that ended or went */
+	}
 	fl_end(&s);
 	return purged;
 }
@@ -817,6 +798,7 @@ fl_lease_revoke(text *resource, TimestampTz now, int64 *fence)
 	if (found)
 	{
 		*fence = fl_get_int64(0, 1, &isnull);
+		fl_group_forget(resource); /* a group's holders end with it */
 		if (fencelock_history)
 			fl_history_revoke(resource, *fence, now);
 	}
@@ -863,6 +845,7 @@ fl_lease_raise(int64 above, void (*wake)(text *resource))
 		wake(DatumGetTextPP(resource));
 	}
 	fl_run(&raise_floor, values, NULL, false);
+	fl_group_forget_orphans(); /* the holders of the groups it ended */
 	fl_end(&s);
 	return (int64) raised;
 }

@@ -25,8 +25,13 @@
 /* Async_Notify's limit (async.c's NOTIFY_PAYLOAD_MAX_LENGTH, not in a header): shorter than it */
 #define FL_NOTIFY_PAYLOAD_MAX (BLCKSZ - NAMEDATALEN - 128)
 
+/*
+ * A share's or permit's event (MODE "shared" or "permit") also names its mode and, for a permit,
+ * its slot.
+ */
 void
-fl_notify(const char *event, text *resource, int64 fence, const char *holder, Jsonb *value)
+fl_notify_holder(const char *event, text *resource, int64 fence, const char *holder, Jsonb *value,
+				 const char *mode, int slot)
 {
 	StringInfoData buf;
 
@@ -41,6 +46,10 @@ fl_notify(const char *event, text *resource, int64 fence, const char *holder, Js
 		escape_json(&buf, holder);
 	else
 		appendStringInfoString(&buf, "null");
+	if (mode != NULL)
+		appendStringInfo(&buf, ", \"mode\": \"%s\"", mode);
+	if (slot > 0)
+		appendStringInfo(&buf, ", \"slot\": %d", slot);
 	if (value != NULL)
 	{
 		char *json = JsonbToCString(NULL, &value->root, VARSIZE(value));
@@ -54,4 +63,10 @@ fl_notify(const char *event, text *resource, int64 fence, const char *holder, Js
 	appendStringInfoChar(&buf, '}');
 	Async_Notify(FENCELOCK_NOTIFY_CHANNEL, buf.data);
 	pfree(buf.data);
+}
+
+void
+fl_notify(const char *event, text *resource, int64 fence, const char *holder, Jsonb *value)
+{
+	fl_notify_holder(event, resource, fence, holder, value, NULL, 0);
 }

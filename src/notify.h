@@ -9,6 +9,8 @@
 #include "utils/jsonb.h"
 
 #define FENCELOCK_NOTIFY_CHANNEL "fencelock"
+extern void fl_notify_holder(const char *event, text *resource, int64 fence, const char *holder,
+							 Jsonb *value, const char *mode, int slot);
 extern void fl_notify(const char *event, text *resource, int64 fence, const char *holder,
 					  Jsonb *value);
 

@@ -54,6 +54,7 @@
 #include "catalog/pg_type.h"
 #include "count.h"
 #include "history.h"
+#include "leasegroup.h"
 #include "leasetable.h"
 #include "miscadmin.h"
 #include "notify.h"
@@ -85,6 +86,7 @@
 static int64 my_session_id = 0;
 static List *my_session_resources = NIL; /* text *, in TopMemoryContext */
 static int64 my_session_lock_delay = 0;
+static bool my_session_holders = false; /* a share or permit among them (leasegroup.c) */
 
 /* The session the grants of the current call bind to; 0 for ordinary leases. */
 int64 fl_grant_session = 0;
@@ -152,6 +154,8 @@ fl_session_release_rows_xact(TimestampTz now)
 	Datum resources;
 	FlSession session;
 	SPITupleTable *ended;
+	SPITupleTable *ended_holders;
+	uint64 holders;
 	ListCell *lc;
 	int n = 0;
 	Oid history = InvalidOid;
@@ -178,27 +182,40 @@ fl_session_release_rows_xact(TimestampTz now)
 	fl_begin(&session);
 	rows = fl_lease_end_session(resources, my_session_id, now);
 	ended = SPI_tuptable; /* kept till fl_end, while the history statements run */
-	for (uint64 r = 0; r < rows; r++)
+	/* Its shares and permits (leasegroup.c), when it took any. */
+	holders = 0;
+	if (my_session_holders)
 	{
-		HeapTuple tuple = ended->vals[r];
+		Oid relid = get_relname_relid("lease_holder", fl_extension_schema());
+
+		/* Not waited for, as the lease table is not: a dead session's holder occupies nothing. */
+		if (OidIsValid(relid) && ConditionalLockRelationOid(relid, RowExclusiveLock))
+			holders = fl_group_end_session(resources, my_session_id, now);
+	}
+	ended_holders = SPI_tuptable;
+	for (uint64 r = 0; r < rows + holders; r++)
+	{
+		SPITupleTable *t = r < rows ? ended : ended_holders;
+		HeapTuple tuple = t->vals[r < rows ? r : r - rows];
 		bool isnull;
-		bool released = DatumGetBool(SPI_getbinval(tuple, ended->tupdesc, 4, &isnull));
+		bool released = r >= rows || DatumGetBool(SPI_getbinval(tuple, t->tupdesc, 4, &isnull));
 
 		if (released)
 			fl_count_at_commit(FL_RELEASES, 1);
 		if (history_ok)
-			fl_history_session_end(SPI_getbinval(tuple, ended->tupdesc, 1, &isnull),
-								   SPI_getbinval(tuple, ended->tupdesc, 2, &isnull), now, released);
+			fl_history_session_end(SPI_getbinval(tuple, t->tupdesc, 1, &isnull),
+								   SPI_getbinval(tuple, t->tupdesc, 2, &isnull), now, released);
 	}
 	/* Last, so that NOTIFY's lock, once taken, is held only till the commit that follows. */
-	if (rows > 0 && fencelock_notify && fl_session_notify_lock())
-		for (uint64 r = 0; r < rows; r++)
+	if (rows + holders > 0 && fencelock_notify && fl_session_notify_lock())
+		for (uint64 r = 0; r < rows + holders; r++)
 		{
-			HeapTuple tuple = ended->vals[r];
+			SPITupleTable *t = r < rows ? ended : ended_holders;
+			HeapTuple tuple = t->vals[r < rows ? r : r - rows];
 			bool isnull;
-			text *resource = DatumGetTextPP(SPI_getbinval(tuple, ended->tupdesc, 1, &isnull));
-			int64 fence = DatumGetInt64(SPI_getbinval(tuple, ended->tupdesc, 2, &isnull));
-			Datum holder = SPI_getbinval(tuple, ended->tupdesc, 3, &isnull);
+			text *resource = DatumGetTextPP(SPI_getbinval(tuple, t->tupdesc, 1, &isnull));
+			int64 fence = DatumGetInt64(SPI_getbinval(tuple, t->tupdesc, 2, &isnull));
+			Datum holder = SPI_getbinval(tuple, t->tupdesc, 3, &isnull);
 
 			fl_notify("session_ended", resource, fence,
 					  isnull ? NULL : NameStr(*DatumGetName(holder)), NULL);
@@ -307,15 +324,19 @@ fl_session_id(void)
 	return my_session_id;
 }
 
-/* A grant bound to this session succeeded: remember the resource for the exit callback. */
+/*
+ * A grant bound to this session succeeded: remember the resource for the exit callback (GROUP: a
+ * share or a permit, whose holder row the exit releases too).
+ */
 void
-fl_session_bound(text *resource)
+fl_session_bound(text *resource, bool group)
 {
 	MemoryContext old;
 	ListCell *lc;
 
 	/* The grant stored the caller's fencelock.lock_delay in the row (lease.c). */
 	my_session_lock_delay = Max(my_session_lock_delay, (int64) fencelock_lock_delay_ms * 1000);
+	my_session_holders |= group;
 	foreach (lc, my_session_resources)
 	{
 		text *t = lfirst(lc);

@@ -22,6 +22,7 @@
 #include "compat.h"
 #include "fencelock.h"
 #include "lease.h"
+#include "leasegroup.h"
 #include "leasetable.h"
 #include "miscadmin.h"
 #include "privilege.h"
@@ -42,6 +43,8 @@ PG_FUNCTION_INFO_V1(fencelock_acquire_wait);
 PG_FUNCTION_INFO_V1(fencelock_acquire_session);
 PG_FUNCTION_INFO_V1(fencelock_acquire_0_4);
 PG_FUNCTION_INFO_V1(fencelock_acquire_xact);
+PG_FUNCTION_INFO_V1(fencelock_acquire_shared);
+PG_FUNCTION_INFO_V1(fencelock_acquire_permit);
 PG_FUNCTION_INFO_V1(fencelock_acquire_all);
 PG_FUNCTION_INFO_V1(fencelock_release_all);
 
@@ -139,9 +142,14 @@ fl_wait_turn(long ms)
 static bool
 fl_queued_ahead(text *resource, text *owner)
 {
+	int64 fence;
+	bool permit;
+	int slot;
+
 	if (fl_queue_is_mine(resource) && fl_queue_is_head())
 		return false;
-	return fl_queue_length(resource) > 0 && !fl_lease_holds(resource, owner, NULL);
+	return fl_queue_length(resource) > 0 && !fl_lease_holds(resource, owner, NULL) &&
+		   !(fl_grant_permits >= 0 && fl_group_holds(resource, owner, &fence, &permit, &slot));
 }
 
 /*
@@ -286,8 +294,9 @@ fl_acquire_set(text **res, int n, text *owner, int64 ttl, Jsonb *value, Timestam
 					if (GetCurrentTimestamp() >= deadline)
 						break;
 					/* fencelock.max_waiters queued already: NULL at once, counted per resource */
-					if (!fl_resstats_queued(res[busy],
-											fl_queue_enter(res[busy], fencelock_max_waiters)))
+					if (!fl_resstats_queued(
+							res[busy],
+							fl_queue_enter(res[busy], fencelock_max_waiters, fl_grant_permits < 0)))
 						break;
 					if (!waited)
 					{
@@ -443,6 +452,66 @@ fencelock_acquire_xact(PG_FUNCTION_ARGS)
 	if (!granted)
 		PG_RETURN_NULL();
 	PG_RETURN_INT64(g.fence);
+}
+
+/*
+ * acquire_shared(resource, owner, ttl, wait, session, value) (PERMITS 0) and
+ * acquire_permit(resource, owner, ttl, permits, wait, session, value) (0.4.0): a share of the
+ * lease, or one of its PERMITS slots, waiting up to WAIT as acquire does (leasegroup.c).  ARG is
+ * the position of wait.
+ */
+static Datum
+fl_acquire_group_sql(FunctionCallInfo fcinfo, int permits, int arg)
+{
+	text *resource = fl_arg_resource(fcinfo, 0);
+	text *owner = fl_arg_owner(fcinfo, 1);
+	int64 ttl = fl_arg_ttl(fcinfo, 2);
+	int64 wait = fl_arg_wait(fcinfo, arg, FL_WAIT_HINT);
+	Jsonb *value;
+	bool session;
+	FlGrant g;
+	bool granted;
+
+	fl_arg_not_null(fcinfo, arg + 1, "session",
+					"Pass true to bind the lease to this session, false not to.");
+	session = PG_GETARG_BOOL(arg + 1);
+	value = fl_arg_value(fcinfo, arg + 2);
+	fl_check_resource(resource);
+	fl_grant_session = session ? fl_session_id() : 0;
+	fl_grant_permits = permits;
+	PG_TRY();
+	{
+		granted = fl_acquire_set(&resource, 1, owner, ttl, value, GetCurrentTimestamp() + wait, &g);
+	}
+	PG_FINALLY();
+	{
+		fl_grant_session = 0;
+		fl_grant_permits = -1;
+	}
+	PG_END_TRY();
+	if (!granted)
+		PG_RETURN_NULL();
+	PG_RETURN_INT64(g.fence);
+}
+
+Datum
+fencelock_acquire_shared(PG_FUNCTION_ARGS)
+{
+	return fl_acquire_group_sql(fcinfo, 0, 3);
+}
+
+Datum
+fencelock_acquire_permit(PG_FUNCTION_ARGS)
+{
+	int permits;
+
+	fl_arg_not_null(fcinfo, 3, "permits", "Pass the count of permits, 1 or more.");
+	permits = PG_GETARG_INT32(3);
+	if (permits < 1)
+		ereport(ERROR, (errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+						errmsg("permits must be 1 or more, not %d", permits),
+						errhint("Pass the count of permits, 1 or more.")));
+	return fl_acquire_group_sql(fcinfo, permits, 4);
 }
 
 /* A checked list of distinct resources. */

@@ -59,6 +59,7 @@ typedef struct FlWaiter
 	uint32 len;  /* the length of its name (the bytes: fl_slot_name) */
 	uint64 hash; /* of the name, seeded with dbid: a filter, not the identity */
 	uint64 ticket;
+	bool exclusive;         /* waits for the lease alone, not a share or a permit (leasegroup.c) */
 	pg_atomic_uint32 woken; /* set by a wake-up, cleared by the waiter before it looks */
 	ConditionVariable cv;
 } FlWaiter;
@@ -199,7 +200,7 @@ fl_queue_exit_cb(int code, Datum arg)
  * 0 when it was turned away; 1 without shared memory (no queue, no cap).
  */
 int
-fl_queue_enter(text *resource, int max_waiters)
+fl_queue_enter(text *resource, int max_waiters, bool exclusive)
 {
 	FlQueueKey key;
 	int n = 1;
@@ -229,6 +230,7 @@ fl_queue_enter(text *resource, int max_waiters)
 	my_slot->hash = key.hash;
 	memcpy(fl_slot_name(my_slot), key.name, key.len);
 	my_slot->ticket = fl_queue->next_ticket++;
+	my_slot->exclusive = exclusive;
 	pg_atomic_fetch_add_u32(&fl_queue->nwaiting, 1);
 	LWLockRelease(fl_queue->lock);
 	return n;
@@ -264,6 +266,33 @@ fl_queue_head(const FlQueueKey *key)
 			head = w;
 	}
 	return head;
+}
+
+/*
+ * Whether a waiter for the lease alone is queued for RESOURCE ahead of this backend (anywhere in
+ * its queue, when this backend is not queued for it): writer preference, no share or permit is
+ * granted past it.  Never without shared memory.
+ */
+bool
+fl_queue_exclusive_ahead(text *resource)
+{
+	FlQueueKey key;
+	bool ahead = false;
+	bool mine;
+
+	if (fl_queue == NULL || pg_atomic_read_u32(&fl_queue->nwaiting) == 0 || !fl_key(resource, &key))
+		return false;
+	mine = fl_queue_queued() && fl_slot_is(my_slot, &key);
+	LWLockAcquire(fl_queue->lock, LW_SHARED);
+	for (int i = 0; i < fl_queue->nslots && !ahead; i++)
+	{
+		FlWaiter *w = &fl_queue->slots[i];
+
+		ahead = w != my_slot && w->exclusive && fl_slot_is(w, &key) &&
+				(!mine || w->ticket < my_slot->ticket);
+	}
+	LWLockRelease(fl_queue->lock);
+	return ahead;
 }
 
 /* Without shared memory every waiter is its own head: it polls. */

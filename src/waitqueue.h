@@ -15,7 +15,7 @@ extern Size fl_queue_shmem_size(int nslots);
 extern void fl_queue_shmem_attach(int nslots, LWLock *lock);
 
 /* A waiter: its place in the queue */
-extern int fl_queue_enter(text *resource, int max_waiters);
+extern int fl_queue_enter(text *resource, int max_waiters, bool exclusive);
 extern bool fl_queue_queued(void);
 extern bool fl_queue_is_mine(text *resource);
 extern bool fl_queue_is_head(void);
@@ -29,6 +29,7 @@ extern void fl_queue_sleep(long timeout_ms);
 
 /* Anyone: the waiters of a resource; waking its head now, or when this transaction commits */
 extern int fl_queue_length(text *resource);
+extern bool fl_queue_exclusive_ahead(text *resource);
 extern void fl_queue_wake(text *resource);
 extern void fl_queue_wake_at_commit(text *resource);
 

@@ -7,8 +7,8 @@
 -- without it, the test says so and checks nothing else
 -- (expected/115_lease_direct_nondeterministic_owner_1.out).
 \set VERBOSITY terse
--- In a database of its own: the view fencelock.leases, which reads owner, is dropped there so that
--- the column's collation can change.
+-- In a database of its own: the views fencelock.leases and fencelock.lease_holders, which read
+-- owner, are dropped there so that the column's collation can change.
 SELECT current_database() AS regress_db \gset
 CREATE DATABASE fencelock_owner_collation;
 \c fencelock_owner_collation
@@ -23,6 +23,8 @@ SELECT EXISTS (SELECT FROM pg_catalog.pg_collation WHERE collname = 'owner_ci') 
 \if :have_icu
 ALTER EXTENSION fencelock DROP VIEW fencelock.leases;
 DROP VIEW fencelock.leases;
+ALTER EXTENSION fencelock DROP VIEW fencelock.lease_holders;
+DROP VIEW fencelock.lease_holders;
 ALTER TABLE fencelock.lease ALTER COLUMN owner TYPE pg_catalog.text COLLATE owner_ci;
 SELECT fencelock.acquire('ci', 'alice', '1 hour') AS fence;
 -- The same owner, spelled otherwise: its live lease, with its fence, in both isolation levels.
