@@ -442,8 +442,8 @@ static const Check checks[] = {
 	 "         coalesce(pre > max(dead_by) OVER (PARTITION BY resource ORDER BY fence"
 	 "             ROWS BETWEEN UNBOUNDED PRECEDING AND 1 PRECEDING), false) AS new_group"
 	 "    FROM f)"
-	 "SELECT h.id, h.resource, h.fence, h.owner, h.mode, h.slot, h.committed_at,"
-	 "       g.fence AS newer_fence, g.mode AS newer_mode, g.slot AS newer_slot,"
+	 "SELECT DISTINCT ON (h.id) h.id, h.resource, h.fence, h.owner, h.mode, h.slot,"
+	 "       h.committed_at, g.fence AS newer_fence, g.mode AS newer_mode, g.slot AS newer_slot,"
 	 "       g.new_group, g.post AS newer_granted_by"
 	 "  FROM chaos_group_history h"
 	 "  JOIN g ON g.resource = h.resource AND g.fence > h.fence AND g.post < h.committed_at"
@@ -453,20 +453,20 @@ static const Check checks[] = {
 	/*
 	 * Grants in conflict (either is exclusive, or two permits of one slot): the later one was
 	 * answered (POST) before the earlier one could have expired (its PRE + TTL) and before the
-	 * earlier one's release began.
+	 * earlier one's release began.  One row per later grant, with the first such earlier one.
 	 */
 	{"grant while a conflicting holder was live", MODES_GROUP,
-	 "SELECT a.resource, a.fence, a.mode, a.slot,"
-	 "       a.pre + a.ttl_ms * interval '1 millisecond' AS live_until_at_least,"
-	 "       b.fence AS later_fence, b.mode AS later_mode, b.slot AS later_slot,"
-	 "       b.post AS later_granted_by"
+	 "SELECT DISTINCT ON (b.resource, b.fence, b.owner) b.resource, b.fence, b.owner, b.mode,"
+	 "       b.slot, b.post AS granted_by, a.fence AS live_fence, a.mode AS live_mode,"
+	 "       a.slot AS live_slot, a.pre + a.ttl_ms * interval '1 millisecond' AS "
+	 "live_until_at_least"
 	 "  FROM chaos_grant b JOIN chaos_grant a ON a.resource = b.resource AND a.fence < b.fence"
 	 "   AND b.post < a.pre + a.ttl_ms * interval '1 millisecond'"
 	 " WHERE (a.mode = 'exclusive' OR b.mode = 'exclusive'"
 	 "        OR (a.mode = 'permit' AND b.mode = 'permit' AND a.slot = b.slot))"
 	 "   AND NOT EXISTS (SELECT 1 FROM chaos_release r WHERE r.released"
 	 "     AND r.resource = a.resource AND r.fence = a.fence AND r.pre <= b.post)"
-	 " ORDER BY 1, 2, 6"},
+	 " ORDER BY b.resource, b.fence, b.owner, a.fence"},
 	/*
 	 * Permits.  An accepted write's holder was in the group, holding its slot, from LIVE_FROM (read
 	 * after its grant committed) to the write's timestamp: at no moment may more of these
