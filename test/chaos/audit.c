@@ -583,15 +583,20 @@ static const char SQL_WRITER_TAKEOVERS[] =
 	"SELECT count(*) FROM (SELECT mode, lag(mode) OVER (PARTITION BY resource ORDER BY fence) AS"
 	" prev_mode FROM (SELECT DISTINCT resource, fence, mode FROM chaos_grant) f) s"
 	" WHERE mode = 'exclusive' AND prev_mode = 'shared'";
-static const char SQL_SLOT_REUSES[] =
-	"WITH f AS (SELECT DISTINCT resource, fence, owner, slot FROM chaos_grant"
-	"            WHERE mode = 'permit' AND slot IS NOT NULL),"
-	" s AS (SELECT resource, fence, owner,"
-	"              lag(owner) OVER w AS prev_owner, lag(fence) OVER w AS prev_fence"
-	"         FROM f WINDOW w AS (PARTITION BY resource, slot ORDER BY fence))"
-	"SELECT count(*) FROM s"
-	" WHERE prev_owner <> owner AND NOT EXISTS (SELECT 1 FROM chaos_release r"
-	"   WHERE r.released AND r.resource = s.resource AND r.fence = s.prev_fence)";
+#define SQL_SLOT_REUSES_FROM                                                                       \
+	"WITH f AS (SELECT DISTINCT resource, fence, owner, slot FROM chaos_grant"                     \
+	"            WHERE mode = 'permit' AND slot IS NOT NULL),"                                     \
+	" s AS (SELECT resource, fence, owner,"                                                        \
+	"              lag(owner) OVER w AS prev_owner, lag(fence) OVER w AS prev_fence"               \
+	"         FROM f WINDOW w AS (PARTITION BY resource, slot ORDER BY fence))"                    \
+	"SELECT count(*) FROM s"                                                                       \
+	" WHERE prev_owner <> owner AND NOT EXISTS (SELECT 1 FROM chaos_release r"                     \
+	"   WHERE r.released AND r.resource = s.resource AND r.fence = s.prev_fence)"
+static const char SQL_SLOT_REUSES[] = SQL_SLOT_REUSES_FROM;
+/* ... of which the previous holder never had a write accepted: its late write was refused. */
+static const char SQL_SLOT_REUSES_REFUSED[] =
+	SQL_SLOT_REUSES_FROM " AND NOT EXISTS (SELECT 1 FROM chaos_group_history h"
+						 "   WHERE h.resource = s.resource AND h.fence = s.prev_fence)";
 /* The most shared or permit holders whose accepted writes' intervals overlapped (see checks). */
 static const char SQL_MOST_AT_ONCE[] =
 	"WITH e AS ("
@@ -647,6 +652,7 @@ report_group(PGconn *conn, const ChaosOptions *opt, const RunFigures *fig)
 	long history_rows = figure(conn, "SELECT count(*) FROM chaos_group_history");
 	long unacked = figure(conn, SQL_GROUP_UNACKED);
 	long takeovers = figure(conn, shared ? SQL_WRITER_TAKEOVERS : SQL_SLOT_REUSES);
+	long reuses_refused = shared ? 0 : figure(conn, SQL_SLOT_REUSES_REFUSED);
 	long most = figure(conn, SQL_MOST_AT_ONCE);
 
 	printf("acquire calls                 %ld (busy %ld)\n", t->attempts, t->busy);
@@ -660,7 +666,8 @@ report_group(PGconn *conn, const ChaosOptions *opt, const RunFigures *fig)
 	{
 		printf("grants                        %ld (slot unknown %ld)\n", t->grants,
 			   t->slot_unknown);
-		printf("slot reuses after expiry      %ld\n", takeovers);
+		printf("slot reuses after expiry      %ld (the frozen holder's write refused: %ld)\n",
+			   takeovers, reuses_refused);
 	}
 	printf("freezes injected              %ld (at write %ld, at random %ld)\n",
 		   fig->frozen_at_write + fig->frozen_at_random, fig->frozen_at_write,
@@ -686,7 +693,7 @@ report_group(PGconn *conn, const ChaosOptions *opt, const RunFigures *fig)
 	else
 		printf("most holders writing at once  %ld of %d permits\n", most, opt->permits);
 	printf("overrun releases              %ld of %ld\n", t->overruns, t->releases);
-	return history_rows >= 0 && unacked >= 0 && takeovers >= 0 && most >= 0;
+	return history_rows >= 0 && unacked >= 0 && takeovers >= 0 && reuses_refused >= 0 && most >= 0;
 }
 
 int
