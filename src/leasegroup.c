@@ -640,6 +640,8 @@ fl_group_value_set(text *resource, int64 fence, Jsonb *value)
 /*
  * Whether FENCE is a holder's of the group that holds RESOURCE's row, which the caller has
  * share-locked (leasefence.c's fl_lease_lock said it is a group's), and that holder's role.
+ * Read with a snapshot taken after that lock: the statement's own may predate a grant that
+ * started a new group or took the holder's slot and committed while the lock waited for it.
  */
 bool
 fl_group_fence_holder(text *resource, int64 fence, NameData *holder)
@@ -651,7 +653,7 @@ fl_group_fence_holder(text *resource, int64 fence, NameData *holder)
 	values[0] = PointerGetDatum(resource);
 	values[1] = Int64GetDatum(fence);
 	fl_begin(&s);
-	found = fl_run(&holder_of_fence, values, NULL, true) == 1;
+	found = fl_run_latest(&holder_of_fence, values, NULL) == 1;
 	if (found)
 	{
 		bool isnull;
