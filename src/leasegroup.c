@@ -16,9 +16,11 @@
  * holder rows is made while its lease row is locked (FOR NO KEY UPDATE, or by the UPDATE of that
  * row), so holder rows change one transaction at a time per resource, and a grant that counts
  * the live holders sees every committed change.  A holder occupies its share or slot while its
- * deadline plus its lock_delay has not passed and its session (if bound) lives; it may renew,
- * release and write (a lease-bound write with its fence) while it is in the current group and its
- * deadline has not passed.  Each attempt runs in a subtransaction that is rolled back unless it
+ * deadline plus its lock_delay has not passed and its session (if bound) lives; it may renew and
+ * release while it is in the current group and its deadline has not passed, and write (a
+ * lease-bound write with its fence, assert_fence) while it is in the current group: as an
+ * exclusive holder's fence stays valid past its deadline until a new grant supersedes it, an
+ * expired holder's does until its release, its slot's reuse or the group's end.  Each attempt runs in a subtransaction that is rolled back unless it
  * changed something, so a busy or refused call keeps no row lock.
  *
  * The statements run as the extension's owner (asowner.c), every name and operator qualified.
@@ -640,6 +642,8 @@ fl_group_value_set(text *resource, int64 fence, Jsonb *value)
 /*
  * Whether FENCE is a holder's of the group that holds RESOURCE's row, which the caller has
  * share-locked (leasefence.c's fl_lease_lock said it is a group's), and that holder's role.
+ * Read with a snapshot taken after that lock: the statement's own may predate a grant that
+ * started a new group or took the holder's slot and committed while the lock waited for it.
  */
 bool
 fl_group_fence_holder(text *resource, int64 fence, NameData *holder)
@@ -651,7 +655,7 @@ fl_group_fence_holder(text *resource, int64 fence, NameData *holder)
 	values[0] = PointerGetDatum(resource);
 	values[1] = Int64GetDatum(fence);
 	fl_begin(&s);
-	found = fl_run(&holder_of_fence, values, NULL, true) == 1;
+	found = fl_run_latest(&holder_of_fence, values, NULL) == 1;
 	if (found)
 	{
 		bool isnull;

@@ -10,8 +10,14 @@
  *   chaos_set_row, chaos_set_lease   one set per resource, per-row fenced and lease-bound: every
  *                  round reads both (before the worker may be frozen) and writes each back with one
  *                  element added (a read-modify-write)
+ *   chaos_group_write  the shared and permit workloads' lease-bound log: one row per accepted
+ *                  write, each bound to the lease of the resource it names
+ *   chaos_group_history  one row per row of that log, inserted after it in the same transaction:
+ *                  mode, slot, when the holder was surely in the group (live_from, read after
+ *                  the grant committed) and a timestamp taken under the lease row's share lock
+ *   chaos_run      the run's mode, permits and TTL, for the audit's queries
  *   chaos_grant, chaos_ack, chaos_release, chaos_leased_ack, chaos_set_row_ack,
- *   chaos_set_lease_ack   what the workers were told (from their logs)
+ *   chaos_set_lease_ack, chaos_group_ack   what the workers were told (from their logs)
  */
 #include "chaos.h"
 
@@ -26,7 +32,8 @@ static const char SQL_SCHEMA[] =
 	"SET client_min_messages = warning;"
 	"DROP TABLE IF EXISTS chaos_history, chaos_account, chaos_grant, chaos_ack, chaos_release,"
 	"  chaos_leased, chaos_leased_history, chaos_leased_ack, chaos_set_row, chaos_set_lease,"
-	"  chaos_set_row_ack, chaos_set_lease_ack;"
+	"  chaos_set_row_ack, chaos_set_lease_ack, chaos_group_write, chaos_group_history,"
+	"  chaos_group_ack, chaos_run;"
 	"CREATE TABLE chaos_account ("
 	"  resource text PRIMARY KEY,"
 	"  last_fence bigint NOT NULL DEFAULT 0,"
@@ -42,7 +49,7 @@ static const char SQL_SCHEMA[] =
 	"  seq bigint NOT NULL,"
 	"  committed_at timestamptz NOT NULL DEFAULT clock_timestamp());"
 	"CREATE TABLE chaos_grant (resource text, fence bigint, owner text,"
-	"  pre timestamptz, post timestamptz, ttl_ms integer);"
+	"  pre timestamptz, post timestamptz, ttl_ms integer, mode text, slot integer);"
 	"CREATE TABLE chaos_ack (resource text, fence bigint, owner text, seq bigint);"
 	"CREATE TABLE chaos_release (resource text, fence bigint, owner text, released boolean,"
 	"  pre timestamptz, post timestamptz);"
@@ -58,6 +65,20 @@ static const char SQL_SCHEMA[] =
 	"CREATE TABLE chaos_set_lease (LIKE chaos_set_row INCLUDING ALL);"
 	"CREATE TABLE chaos_set_row_ack (resource text, elem text);"
 	"CREATE TABLE chaos_set_lease_ack (resource text, elem text);"
+	"CREATE TABLE chaos_group_write (resource text NOT NULL, owner text NOT NULL,"
+	"  fence bigint NOT NULL, mode text NOT NULL, slot integer);"
+	"CREATE TABLE chaos_group_history ("
+	"  id bigserial PRIMARY KEY,"
+	"  resource text NOT NULL,"
+	"  owner text NOT NULL,"
+	"  fence bigint NOT NULL,"
+	"  mode text NOT NULL,"
+	"  slot integer,"
+	"  seq bigint NOT NULL,"
+	"  live_from timestamptz NOT NULL,"
+	"  committed_at timestamptz NOT NULL DEFAULT clock_timestamp());"
+	"CREATE TABLE chaos_group_ack (LIKE chaos_ack);"
+	"CREATE TABLE chaos_run (mode text, permits integer, writer_pct integer, ttl_ms integer);"
 	"RESET client_min_messages;";
 
 /* After the rows exist (no lease has been granted yet): the lease-bound triggers. */
@@ -65,7 +86,36 @@ static const char SQL_LEASE_BOUND[] =
 	"CREATE TRIGGER fence BEFORE INSERT OR UPDATE OR DELETE ON chaos_leased FOR EACH ROW"
 	"  EXECUTE FUNCTION fencelock.fence_trigger('last_fence', 'lease_column=resource');"
 	"CREATE TRIGGER fence BEFORE INSERT OR UPDATE OR DELETE ON chaos_set_lease FOR EACH ROW"
-	"  EXECUTE FUNCTION fencelock.fence_trigger('last_fence', 'lease_column=resource');";
+	"  EXECUTE FUNCTION fencelock.fence_trigger('last_fence', 'lease_column=resource');"
+	"CREATE TRIGGER fence BEFORE INSERT OR UPDATE OR DELETE ON chaos_group_write FOR EACH ROW"
+	"  EXECUTE FUNCTION fencelock.fence_trigger('fence', 'lease_column=resource');";
+
+/* The run's parameters, for the audit's queries and for whoever examines the tables later. */
+static bool
+record_run(PGconn *conn, const ChaosOptions *opt)
+{
+	char permits[16];
+	char writer_pct[16];
+	char ttl_ms[16];
+	const char *params[4];
+	PGresult *res;
+	bool ok;
+
+	snprintf(permits, sizeof(permits), "%d", opt->permits);
+	snprintf(writer_pct, sizeof(writer_pct), "%d", opt->writer_pct);
+	snprintf(ttl_ms, sizeof(ttl_ms), "%d", opt->ttl_ms);
+	params[0] = mode_name(opt->mode);
+	params[1] = permits;
+	params[2] = writer_pct;
+	params[3] = ttl_ms;
+	res = PQexecParams(conn, "INSERT INTO chaos_run VALUES ($1, $2, $3, $4)", 4, NULL, params, NULL,
+					   NULL, 0);
+	ok = PQresultStatus(res) == PGRES_COMMAND_OK;
+	if (!ok)
+		chaos_warn("chaos: recording the run: %s", PQerrorMessage(conn));
+	PQclear(res);
+	return ok;
+}
 
 bool
 setup_schema(PGconn *conn, const ChaosOptions *opt)
@@ -111,7 +161,9 @@ setup_schema(PGconn *conn, const ChaosOptions *opt)
 			return false;
 		}
 	}
-	return exec_ok(conn, SQL_LEASE_BOUND, "creating the lease-bound triggers");
+	if (!exec_ok(conn, SQL_LEASE_BOUND, "creating the lease-bound triggers"))
+		return false;
+	return record_run(conn, opt);
 }
 
 static FILE *
@@ -145,14 +197,16 @@ read_stats(const ChaosOptions *opt, RunFigures *fig)
 		while (fgets(line, sizeof(line), f))
 		{
 			if (line[0] != 'S' ||
-				sscanf(
-					line + 1,
-					"%ld %ld %ld %ld %ld %ld %ld %ld %ld %ld %ld %ld %ld %ld %ld %ld %ld %ld %ld",
-					&s.attempts, &s.busy, &s.grants, &s.frozen, &s.frozen_past_lease,
-					&s.late_writes, &s.late_accepted, &s.stale, &s.accepted, &s.releases,
-					&s.overruns, &s.errors, &s.lb_accepted, &s.lb_stale, &s.lb_late_accepted,
-					&s.set_row_acked, &s.set_row_stale, &s.set_lease_acked,
-					&s.set_lease_stale) != 19)
+				sscanf(line + 1,
+					   "%ld %ld %ld %ld %ld %ld %ld %ld %ld %ld %ld %ld %ld %ld %ld %ld %ld %ld "
+					   "%ld %ld %ld"
+					   " %ld %ld",
+					   &s.attempts, &s.busy, &s.grants, &s.frozen, &s.frozen_past_lease,
+					   &s.late_writes, &s.late_accepted, &s.stale, &s.accepted, &s.releases,
+					   &s.overruns, &s.errors, &s.lb_accepted, &s.lb_stale, &s.lb_late_accepted,
+					   &s.set_row_acked, &s.set_row_stale, &s.set_lease_acked, &s.set_lease_stale,
+					   &s.reader_grants, &s.reader_accepted, &s.reader_stale,
+					   &s.slot_unknown) != WORKER_STATS_FIELDS)
 				continue;
 			t->attempts += s.attempts;
 			t->busy += s.busy;
@@ -173,6 +227,10 @@ read_stats(const ChaosOptions *opt, RunFigures *fig)
 			t->set_row_stale += s.set_row_stale;
 			t->set_lease_acked += s.set_lease_acked;
 			t->set_lease_stale += s.set_lease_stale;
+			t->reader_grants += s.reader_grants;
+			t->reader_accepted += s.reader_accepted;
+			t->reader_stale += s.reader_stale;
+			t->slot_unknown += s.slot_unknown;
 			fig->workers_reported++;
 		}
 		fclose(f);
@@ -225,7 +283,8 @@ load_worker_logs(PGconn *conn, const ChaosOptions *opt, RunFigures *fig)
 {
 	read_stats(opt, fig);
 	return copy_lines(conn, opt, 'G',
-					  "COPY chaos_grant (resource, fence, owner, pre, post, ttl_ms) FROM STDIN") &&
+					  "COPY chaos_grant (resource, fence, owner, pre, post, ttl_ms, mode, slot) "
+					  "FROM STDIN") &&
 		   copy_lines(conn, opt, 'A', "COPY chaos_ack (resource, fence, owner, seq) FROM STDIN") &&
 		   copy_lines(
 			   conn, opt, 'R',
@@ -234,35 +293,40 @@ load_worker_logs(PGconn *conn, const ChaosOptions *opt, RunFigures *fig)
 					  "COPY chaos_leased_ack (resource, fence, owner, seq) FROM STDIN") &&
 		   copy_lines(conn, opt, 'P', "COPY chaos_set_row_ack (resource, elem) FROM STDIN") &&
 		   copy_lines(conn, opt, 'Q', "COPY chaos_set_lease_ack (resource, elem) FROM STDIN") &&
-		   exec_ok(conn,
-				   "ANALYZE chaos_history, chaos_grant, chaos_ack, chaos_release, "
-				   "chaos_leased_history, chaos_leased_ack, chaos_set_row_ack, chaos_set_lease_ack",
-				   "ANALYZE");
+		   copy_lines(conn, opt, 'W',
+					  "COPY chaos_group_ack (resource, fence, owner, seq) FROM STDIN") &&
+		   exec_ok(
+			   conn,
+			   "ANALYZE chaos_history, chaos_grant, chaos_ack, chaos_release, "
+			   "chaos_leased_history, chaos_leased_ack, chaos_set_row_ack, chaos_set_lease_ack, "
+			   "chaos_group_write, chaos_group_history, chaos_group_ack",
+			   "ANALYZE");
 }
 
 /* One audit: the query returns the rows that break the guarantee. */
 typedef struct Check
 {
 	const char *name;
+	int modes; /* MODE_BIT()s of the workloads it audits */
 	const char *sql;
 } Check;
 
 static const Check checks[] = {
-	{"fence went back in commit order",
+	{"fence went back in commit order", MODE_BIT(MODE_EXCLUSIVE),
 	 "SELECT resource, id, fence, prev_fence FROM ("
 	 "  SELECT resource, id, fence,"
 	 "         lag(fence) OVER (PARTITION BY resource ORDER BY id) AS prev_fence"
 	 "    FROM chaos_history) s"
 	 " WHERE fence < prev_fence ORDER BY id"},
-	{"fence accepted from two owners",
+	{"fence accepted from two owners", MODE_BIT(MODE_EXCLUSIVE),
 	 "SELECT resource, fence, string_agg(DISTINCT owner, ',') FROM chaos_history"
 	 " GROUP BY resource, fence HAVING count(DISTINCT owner) > 1 ORDER BY 1, 2"},
-	{"acknowledged write missing from history",
+	{"acknowledged write missing from history", MODE_BIT(MODE_EXCLUSIVE),
 	 "SELECT a.resource, a.fence, a.owner, a.seq FROM chaos_ack a"
 	 " WHERE NOT EXISTS (SELECT 1 FROM chaos_history h WHERE h.owner = a.owner"
 	 "   AND h.seq = a.seq AND h.resource = a.resource AND h.fence = a.fence)"
 	 " ORDER BY a.owner, a.seq"},
-	{"business row disagrees with history",
+	{"business row disagrees with history", MODE_BIT(MODE_EXCLUSIVE),
 	 "SELECT a.resource, a.counter, coalesce(h.n, 0) AS history_rows, a.last_fence,"
 	 "       h.last_fence AS last_history_fence"
 	 "  FROM chaos_account a LEFT JOIN ("
@@ -270,12 +334,12 @@ static const Check checks[] = {
 	 "      FROM chaos_history GROUP BY resource) h USING (resource)"
 	 " WHERE a.counter <> coalesce(h.n, 0) OR a.last_fence <> coalesce(h.last_fence, 0)"
 	 " ORDER BY 1"},
-	{"write accepted under a fence not granted to its owner",
+	{"write accepted under a fence not granted to its owner", MODE_BIT(MODE_EXCLUSIVE),
 	 "SELECT h.id, h.resource, h.fence, h.owner FROM chaos_history h"
 	 " WHERE NOT EXISTS (SELECT 1 FROM chaos_grant g WHERE g.resource = h.resource"
 	 "   AND g.fence = h.fence AND g.owner = h.owner)"
 	 " ORDER BY h.id"},
-	{"fence granted to two owners",
+	{"fence granted to two owners", MODES_ALL,
 	 "SELECT resource, fence, string_agg(DISTINCT owner, ',') FROM chaos_grant"
 	 " GROUP BY resource, fence HAVING count(DISTINCT owner) > 1 ORDER BY 1, 2"},
 
@@ -284,7 +348,7 @@ static const Check checks[] = {
 	 * the previous lease lasted at least until its last PRE + TTL, unless released, which happened
 	 * no earlier than the release call's PRE.  Granted before both: two live leases at once.
 	 */
-	{"lease granted while the previous one was live",
+	{"lease granted while the previous one was live", MODE_BIT(MODE_EXCLUSIVE),
 	 "WITH f AS ("
 	 "  SELECT resource, fence, min(post) AS granted_by,"
 	 "         max(pre) + max(ttl_ms) * interval '1 millisecond' AS live_until_at_least"
@@ -303,7 +367,7 @@ static const Check checks[] = {
 	 "  FROM s WHERE granted_by < prev_live_until"
 	 "   AND (prev_released_from IS NULL OR granted_by < prev_released_from)"
 	 " ORDER BY 1, 3"},
-	{"higher fence granted before a lower one",
+	{"higher fence granted before a lower one", MODES_ALL,
 	 "WITH f AS ("
 	 "  SELECT resource, fence, min(pre) AS first_pre, min(post) AS first_post"
 	 "    FROM chaos_grant GROUP BY resource, fence),"
@@ -320,26 +384,119 @@ static const Check checks[] = {
 	 * A newer grant whose POST precedes the history row means a write under a superseded lease
 	 * committed.
 	 */
-	{"lease-bound write committed after a newer grant",
+	{"lease-bound write committed after a newer grant", MODE_BIT(MODE_EXCLUSIVE),
 	 "SELECT h.id, h.resource, h.fence, h.owner, h.committed_at, g.fence AS newer_fence, g.post"
 	 "  FROM chaos_leased_history h"
 	 "  JOIN chaos_grant g ON g.resource = h.resource AND g.fence > h.fence"
 	 "   AND g.post < h.committed_at"
 	 " ORDER BY h.id"},
-	{"acknowledged lease-bound write missing from history",
+	{"acknowledged lease-bound write missing from history", MODE_BIT(MODE_EXCLUSIVE),
 	 "SELECT a.resource, a.fence, a.owner, a.seq FROM chaos_leased_ack a"
 	 " WHERE NOT EXISTS (SELECT 1 FROM chaos_leased_history h WHERE h.owner = a.owner"
 	 "   AND h.seq = a.seq AND h.resource = a.resource AND h.fence = a.fence)"
 	 " ORDER BY a.owner, a.seq"},
-	{"lease-bound write accepted under a fence not granted to its owner",
+	{"lease-bound write accepted under a fence not granted to its owner", MODE_BIT(MODE_EXCLUSIVE),
 	 "SELECT h.id, h.resource, h.fence, h.owner FROM chaos_leased_history h"
 	 " WHERE NOT EXISTS (SELECT 1 FROM chaos_grant g WHERE g.resource = h.resource"
 	 "   AND g.fence = h.fence AND g.owner = h.owner)"
 	 " ORDER BY h.id"},
-	{"acknowledged add lost from the lease-bound set",
+	{"acknowledged add lost from the lease-bound set", MODE_BIT(MODE_EXCLUSIVE),
 	 "SELECT a.resource, a.elem FROM chaos_set_lease_ack a JOIN chaos_set_lease s USING (resource)"
 	 " WHERE a.elem <> ALL (s.v) ORDER BY 1, 2"},
-	{"current_fence() behind a granted fence",
+
+	/*
+	 * The shared and permit workloads' lease-bound log (chaos_group_history: one row per accepted
+	 * write, with the holder's mode and slot).  A holder's write is accepted while the holder is
+	 * in the resource's current group: a grant that supersedes it (an exclusive grant, any grant
+	 * after an exclusive holder's, a new group, or its slot given to another holder) updates the
+	 * lease row, so it waits for the share lock an accepted write holds until its commit; a
+	 * superseding grant whose POST precedes the history row's timestamp means a superseded
+	 * holder's write committed.  A grant certainly started a new group when its call began after
+	 * every earlier grant's deadline (at most its POST + TTL: the harness sets no lock_delay).
+	 */
+	{"acknowledged write missing from history", MODES_GROUP,
+	 "SELECT a.resource, a.fence, a.owner, a.seq FROM chaos_group_ack a"
+	 " WHERE NOT EXISTS (SELECT 1 FROM chaos_group_history h WHERE h.owner = a.owner"
+	 "   AND h.seq = a.seq AND h.resource = a.resource AND h.fence = a.fence)"
+	 " ORDER BY a.owner, a.seq"},
+	{"lease-bound log disagrees with history", MODES_GROUP,
+	 "SELECT resource, owner, fence, w.n AS log_rows, h.n AS history_rows"
+	 "  FROM (SELECT resource, owner, fence, count(*) AS n FROM chaos_group_write"
+	 "         GROUP BY 1, 2, 3) w"
+	 "  FULL JOIN (SELECT resource, owner, fence, count(*) AS n FROM chaos_group_history"
+	 "         GROUP BY 1, 2, 3) h USING (resource, owner, fence)"
+	 " WHERE w.n IS DISTINCT FROM h.n ORDER BY 1, 3"},
+	{"write accepted under a fence, mode or slot not granted to its owner", MODES_GROUP,
+	 "SELECT h.id, h.resource, h.fence, h.owner, h.mode, h.slot FROM chaos_group_history h"
+	 " WHERE NOT EXISTS (SELECT 1 FROM chaos_grant g WHERE g.resource = h.resource"
+	 "   AND g.fence = h.fence AND g.owner = h.owner AND g.mode = h.mode"
+	 "   AND g.slot IS NOT DISTINCT FROM h.slot)"
+	 " ORDER BY h.id"},
+	{"write committed after a grant that superseded it", MODES_GROUP,
+	 "WITH f AS ("
+	 "  SELECT resource, fence, mode, slot, min(post) AS post, min(pre) AS pre,"
+	 "         max(post) + max(ttl_ms) * interval '1 millisecond' AS dead_by"
+	 "    FROM chaos_grant GROUP BY resource, fence, mode, slot),"
+	 " g AS ("
+	 "  SELECT resource, fence, mode, slot, post,"
+	 "         coalesce(pre > max(dead_by) OVER (PARTITION BY resource ORDER BY fence"
+	 "             ROWS BETWEEN UNBOUNDED PRECEDING AND 1 PRECEDING), false) AS new_group"
+	 "    FROM f)"
+	 "SELECT DISTINCT ON (h.id) h.id, h.resource, h.fence, h.owner, h.mode, h.slot,"
+	 "       h.committed_at, g.fence AS newer_fence, g.mode AS newer_mode, g.slot AS newer_slot,"
+	 "       g.new_group, g.post AS newer_granted_by"
+	 "  FROM chaos_group_history h"
+	 "  JOIN g ON g.resource = h.resource AND g.fence > h.fence AND g.post < h.committed_at"
+	 " WHERE h.mode = 'exclusive' OR g.mode = 'exclusive' OR g.new_group"
+	 "    OR (h.mode = 'permit' AND g.slot = h.slot)"
+	 " ORDER BY h.id, g.fence"},
+	/*
+	 * Grants in conflict (either is exclusive, or two permits of one slot): the later one was
+	 * answered (POST) before the earlier one could have expired (its PRE + TTL) and before the
+	 * earlier one's release began.  One row per later grant, with the first such earlier one.
+	 */
+	{"grant while a conflicting holder was live", MODES_GROUP,
+	 "SELECT DISTINCT ON (b.resource, b.fence, b.owner) b.resource, b.fence, b.owner, b.mode,"
+	 "       b.slot, b.post AS granted_by, a.fence AS live_fence, a.mode AS live_mode,"
+	 "       a.slot AS live_slot, a.pre + a.ttl_ms * interval '1 millisecond' AS "
+	 "live_until_at_least"
+	 "  FROM chaos_grant b JOIN chaos_grant a ON a.resource = b.resource AND a.fence < b.fence"
+	 "   AND b.post < a.pre + a.ttl_ms * interval '1 millisecond'"
+	 " WHERE (a.mode = 'exclusive' OR b.mode = 'exclusive'"
+	 "        OR (a.mode = 'permit' AND b.mode = 'permit' AND a.slot = b.slot))"
+	 "   AND NOT EXISTS (SELECT 1 FROM chaos_release r WHERE r.released"
+	 "     AND r.resource = a.resource AND r.fence = a.fence AND r.pre <= b.post)"
+	 " ORDER BY b.resource, b.fence, b.owner, a.fence"},
+	/*
+	 * Permits.  An accepted write's holder was in the group, holding its slot, from LIVE_FROM (read
+	 * after its grant committed) to the write's timestamp: at no moment may more of these
+	 * intervals overlap than there are permits (an end sorts before a start at the same moment).
+	 */
+	{"more holders writing at once than permits", MODE_BIT(MODE_PERMIT),
+	 "WITH e AS ("
+	 "  SELECT resource, live_from AS t, 1 AS d FROM chaos_group_history WHERE mode = 'permit'"
+	 "  UNION ALL"
+	 "  SELECT resource, committed_at, -1 FROM chaos_group_history WHERE mode = 'permit'),"
+	 " s AS ("
+	 "  SELECT resource, t, d, sum(d) OVER (PARTITION BY resource ORDER BY t, d"
+	 "      ROWS UNBOUNDED PRECEDING) AS writing FROM e)"
+	 "SELECT resource, t, writing, (SELECT permits FROM chaos_run) AS permits FROM s"
+	 " WHERE d = 1 AND writing > (SELECT permits FROM chaos_run) ORDER BY 1, 2"},
+	{"slot's fence went back in commit order", MODE_BIT(MODE_PERMIT),
+	 "SELECT resource, slot, id, fence, prev_fence FROM ("
+	 "  SELECT resource, slot, id, fence,"
+	 "         lag(fence) OVER (PARTITION BY resource, slot ORDER BY id) AS prev_fence"
+	 "    FROM chaos_group_history WHERE mode = 'permit') s"
+	 " WHERE fence < prev_fence ORDER BY id"},
+	{"permit granted outside slots 1..permits", MODE_BIT(MODE_PERMIT),
+	 "SELECT resource, fence, owner, slot FROM chaos_grant"
+	 " WHERE mode = 'permit' AND (slot < 1 OR slot > (SELECT permits FROM chaos_run))"
+	 " ORDER BY 1, 2"},
+	/* The holder's row had left the group when the worker read its slot right after the grant. */
+	{"write accepted from a permit holder gone from the group", MODE_BIT(MODE_PERMIT),
+	 "SELECT id, resource, fence, owner, live_from, committed_at FROM chaos_group_history"
+	 " WHERE mode = 'permit' AND slot IS NULL ORDER BY id"},
+	{"current_fence() behind a granted fence", MODES_ALL,
 	 "SELECT resource, fencelock.current_fence(resource), max(fence) FROM chaos_grant"
 	 " GROUP BY resource"
 	 " HAVING coalesce(fencelock.current_fence(resource), 0) < max(fence) ORDER BY 1"},
@@ -414,31 +571,51 @@ static const char SQL_UNACKED[] =
 	"SELECT count(*) FROM chaos_history h"
 	" WHERE NOT EXISTS (SELECT 1 FROM chaos_ack a WHERE a.owner = h.owner AND a.seq = h.seq)";
 
-int
-audit_and_report(PGconn *conn, const ChaosOptions *opt, RunFigures *fig)
+/*
+ * Shared and permit workloads.  Writer grants that ended a reader group: exclusive grants whose
+ * previous fence was a shared holder's.  Slot reuses after expiry: permit grants whose slot's
+ * previous fence went to another owner that had not released it.
+ */
+static const char SQL_GROUP_UNACKED[] =
+	"SELECT count(*) FROM chaos_group_history h WHERE NOT EXISTS (SELECT 1 FROM chaos_group_ack a"
+	" WHERE a.owner = h.owner AND a.seq = h.seq)";
+static const char SQL_WRITER_TAKEOVERS[] =
+	"SELECT count(*) FROM (SELECT mode, lag(mode) OVER (PARTITION BY resource ORDER BY fence) AS"
+	" prev_mode FROM (SELECT DISTINCT resource, fence, mode FROM chaos_grant) f) s"
+	" WHERE mode = 'exclusive' AND prev_mode = 'shared'";
+#define SQL_SLOT_REUSES_FROM                                                                       \
+	"WITH f AS (SELECT DISTINCT resource, fence, owner, slot FROM chaos_grant"                     \
+	"            WHERE mode = 'permit' AND slot IS NOT NULL),"                                     \
+	" s AS (SELECT resource, fence, owner,"                                                        \
+	"              lag(owner) OVER w AS prev_owner, lag(fence) OVER w AS prev_fence"               \
+	"         FROM f WINDOW w AS (PARTITION BY resource, slot ORDER BY fence))"                    \
+	"SELECT count(*) FROM s"                                                                       \
+	" WHERE prev_owner <> owner AND NOT EXISTS (SELECT 1 FROM chaos_release r"                     \
+	"   WHERE r.released AND r.resource = s.resource AND r.fence = s.prev_fence)"
+static const char SQL_SLOT_REUSES[] = SQL_SLOT_REUSES_FROM;
+/* ... of which the previous holder never had a write accepted: its late write was refused. */
+static const char SQL_SLOT_REUSES_REFUSED[] =
+	SQL_SLOT_REUSES_FROM " AND NOT EXISTS (SELECT 1 FROM chaos_group_history h"
+						 "   WHERE h.resource = s.resource AND h.fence = s.prev_fence)";
+/* The most shared or permit holders whose accepted writes' intervals overlapped (see checks). */
+static const char SQL_MOST_AT_ONCE[] =
+	"WITH e AS ("
+	"  SELECT resource, live_from AS t, 1 AS d FROM chaos_group_history WHERE mode <> 'exclusive'"
+	"  UNION ALL"
+	"  SELECT resource, committed_at, -1 FROM chaos_group_history WHERE mode <> 'exclusive')"
+	"SELECT coalesce(max(n), 0) FROM (SELECT sum(d) OVER (PARTITION BY resource ORDER BY t, d"
+	"    ROWS UNBOUNDED PRECEDING) AS n FROM e) s";
+
+/* The exclusive workload's figures; false if one could not be computed. */
+static bool
+report_exclusive(PGconn *conn, const RunFigures *fig)
 {
 	const WorkerStats *t = &fig->totals;
-	long violations = 0;
-	long history_rows;
-	long takeovers;
-	long unacked;
-	long set_row_lost;
-	bool audit_failed = false;
-	bool pass;
-	int i;
+	long history_rows = figure(conn, "SELECT count(*) FROM chaos_history");
+	long takeovers = figure(conn, SQL_TAKEOVERS);
+	long unacked = figure(conn, SQL_UNACKED);
+	long set_row_lost = figure(conn, SQL_SET_ROW_LOST);
 
-	history_rows = figure(conn, "SELECT count(*) FROM chaos_history");
-	takeovers = figure(conn, SQL_TAKEOVERS);
-	unacked = figure(conn, SQL_UNACKED);
-	set_row_lost = figure(conn, SQL_SET_ROW_LOST);
-	if (history_rows < 0 || takeovers < 0 || unacked < 0 || set_row_lost < 0)
-		audit_failed = true;
-
-	printf("\n== fencelock chaos summary (seed %llu) ==\n", (unsigned long long) opt->seed);
-	printf("workers                       %d (failed %d, summaries %d)\n", opt->workers,
-		   fig->workers_failed, fig->workers_reported);
-	printf("resources, ttl                %d, %d ms\n", opt->resources, opt->ttl_ms);
-	printf("duration                      %.1f s\n", fig->elapsed_s);
 	printf("acquire calls                 %ld (busy %ld)\n", t->attempts, t->busy);
 	printf("grants                        %ld\n", t->grants);
 	printf("takeovers after expiry        %ld\n", takeovers);
@@ -463,12 +640,91 @@ audit_and_report(PGconn *conn, const ChaosOptions *opt, RunFigures *fig)
 	printf("lease-bound set               %ld adds acknowledged, %ld refused (losses: audited "
 		   "below)\n",
 		   t->set_lease_acked, t->set_lease_stale);
+	return history_rows >= 0 && takeovers >= 0 && unacked >= 0 && set_row_lost >= 0;
+}
+
+/* The shared or permit workload's figures; false if one could not be computed. */
+static bool
+report_group(PGconn *conn, const ChaosOptions *opt, const RunFigures *fig)
+{
+	const WorkerStats *t = &fig->totals;
+	bool shared = opt->mode == MODE_SHARED;
+	long history_rows = figure(conn, "SELECT count(*) FROM chaos_group_history");
+	long unacked = figure(conn, SQL_GROUP_UNACKED);
+	long takeovers = figure(conn, shared ? SQL_WRITER_TAKEOVERS : SQL_SLOT_REUSES);
+	long reuses_refused = shared ? 0 : figure(conn, SQL_SLOT_REUSES_REFUSED);
+	long most = figure(conn, SQL_MOST_AT_ONCE);
+
+	printf("acquire calls                 %ld (busy %ld)\n", t->attempts, t->busy);
+	if (shared)
+	{
+		printf("grants                        %ld (readers %ld, writers %ld)\n", t->grants,
+			   t->reader_grants, t->grants - t->reader_grants);
+		printf("writers ending a reader group %ld\n", takeovers);
+	}
+	else
+	{
+		printf("grants                        %ld (slot unknown %ld)\n", t->grants,
+			   t->slot_unknown);
+		printf("slot reuses after expiry      %ld (the frozen holder's write refused: %ld)\n",
+			   takeovers, reuses_refused);
+	}
+	printf("freezes injected              %ld (at write %ld, at random %ld)\n",
+		   fig->frozen_at_write + fig->frozen_at_random, fig->frozen_at_write,
+		   fig->frozen_at_random);
+	printf("frozen past the lease         %ld of %ld freezes at write\n", t->frozen_past_lease,
+		   t->frozen);
+	printf("writes past the lease         %ld (accepted %ld, not accepted %ld)\n", t->late_writes,
+		   t->late_accepted, t->late_writes - t->late_accepted);
+	if (shared)
+	{
+		printf("stale rejections (FL001)      %ld (readers %ld)\n", t->stale, t->reader_stale);
+		printf("acknowledged writes           %ld (readers %ld)\n", t->accepted,
+			   t->reader_accepted);
+	}
+	else
+	{
+		printf("stale rejections (FL001)      %ld\n", t->stale);
+		printf("acknowledged writes           %ld\n", t->accepted);
+	}
+	printf("history rows                  %ld (never acknowledged %ld)\n", history_rows, unacked);
+	if (shared)
+		printf("most readers writing at once  %ld\n", most);
+	else
+		printf("most holders writing at once  %ld of %d permits\n", most, opt->permits);
+	printf("overrun releases              %ld of %ld\n", t->overruns, t->releases);
+	return history_rows >= 0 && unacked >= 0 && takeovers >= 0 && reuses_refused >= 0 && most >= 0;
+}
+
+int
+audit_and_report(PGconn *conn, const ChaosOptions *opt, RunFigures *fig)
+{
+	const WorkerStats *t = &fig->totals;
+	long violations = 0;
+	bool audit_failed = false;
+	bool pass;
+	int i;
+
+	printf("\n== fencelock chaos summary (seed %llu) ==\n", (unsigned long long) opt->seed);
+	if (opt->mode == MODE_SHARED)
+		printf("workload                      shared (%d%% of rounds writers)\n", opt->writer_pct);
+	else if (opt->mode == MODE_PERMIT)
+		printf("workload                      permit (%d permits)\n", opt->permits);
+	printf("workers                       %d (failed %d, summaries %d)\n", opt->workers,
+		   fig->workers_failed, fig->workers_reported);
+	printf("resources, ttl                %d, %d ms\n", opt->resources, opt->ttl_ms);
+	printf("duration                      %.1f s\n", fig->elapsed_s);
+	if (!(opt->mode == MODE_EXCLUSIVE ? report_exclusive(conn, fig) : report_group(conn, opt, fig)))
+		audit_failed = true;
 	printf("unexpected errors             %ld\n", t->errors);
 	printf("violations:\n");
 	for (i = 0; i < NCHECKS; i++)
 	{
-		long n = run_check(conn, &checks[i]);
+		long n;
 
+		if (!(checks[i].modes & MODE_BIT(opt->mode)))
+			continue;
+		n = run_check(conn, &checks[i]);
 		if (n < 0)
 			audit_failed = true;
 		else

@@ -62,6 +62,10 @@ usage(FILE *out)
 		"Usage: chaos [options]\n"
 		"Workers take short fencelock leases, get frozen (SIGSTOP) past them, write with\n"
 		"their fence, and the run is audited at the end.  Exit 0 only if it passes.\n\n"
+		"  -m MODE      workload: exclusive (acquire; the default), shared (readers\n"
+		"               acquire_shared, writers acquire) or permit (acquire_permit)\n"
+		"  -P K         permit: permits per resource (default 2)\n"
+		"  -W PCT       shared: share of rounds that are writers (default 25)\n"
 		"  -d CONNINFO  connection string or URI (default: the libpq environment)\n"
 		"  -w N         worker processes (default 6, at most %d)\n"
 		"  -r N         resources (default 3)\n"
@@ -107,10 +111,33 @@ parse_options(int argc, char **argv, ChaosOptions *opt)
 	opt->seconds = 20;
 	opt->ttl_ms = 300;
 	opt->stall_pct = 20;
-	while ((c = getopt(argc, argv, "d:w:r:s:t:S:p:a:zkvh")) != -1)
+	opt->mode = MODE_EXCLUSIVE;
+	opt->permits = 2;
+	opt->writer_pct = 25;
+	while ((c = getopt(argc, argv, "m:P:W:d:w:r:s:t:S:p:a:zkvh")) != -1)
 	{
 		switch (c)
 		{
+			case 'm':
+				if (strcmp(optarg, "exclusive") == 0)
+					opt->mode = MODE_EXCLUSIVE;
+				else if (strcmp(optarg, "shared") == 0)
+					opt->mode = MODE_SHARED;
+				else if (strcmp(optarg, "permit") == 0)
+					opt->mode = MODE_PERMIT;
+				else
+				{
+					fprintf(stderr, "chaos: -m must be exclusive, shared or permit, not \"%s\"\n",
+							optarg);
+					exit(2);
+				}
+				break;
+			case 'P':
+				opt->permits = parse_int(optarg, 1, 1000, c);
+				break;
+			case 'W':
+				opt->writer_pct = parse_int(optarg, 0, 100, c);
+				break;
 			case 'd':
 				opt->conninfo = optarg;
 				break;
@@ -495,10 +522,16 @@ main(int argc, char **argv)
 
 	parse_options(argc, argv, &opt);
 	memset(&fig, 0, sizeof(fig));
-	printf("fencelock chaos: seed %llu (rerun with -S %llu), %d workers, %d resources, %d s, "
-		   "ttl %d ms, %d%% frozen at write, random freeze every ~%d ms\n",
-		   (unsigned long long) opt.seed, (unsigned long long) opt.seed, opt.workers, opt.resources,
-		   opt.seconds, opt.ttl_ms, opt.stall_pct, opt.random_stop_ms);
+	printf(
+		"fencelock chaos: %s workload, seed %llu (rerun with -S %llu), %d workers, %d resources, "
+		"%d s, ttl %d ms, %d%% frozen at write, random freeze every ~%d ms",
+		mode_name(opt.mode), (unsigned long long) opt.seed, (unsigned long long) opt.seed,
+		opt.workers, opt.resources, opt.seconds, opt.ttl_ms, opt.stall_pct, opt.random_stop_ms);
+	if (opt.mode == MODE_SHARED)
+		printf(", %d%% writers", opt.writer_pct);
+	else if (opt.mode == MODE_PERMIT)
+		printf(", %d permits", opt.permits);
+	printf("\n");
 
 	conn = chaos_connect(opt.conninfo, "fencelock-chaos");
 	if (conn == NULL || !setup_schema(conn, &opt))

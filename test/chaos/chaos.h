@@ -23,8 +23,23 @@
 /* SQLSTATEs raised by fencelock.fence_trigger(). */
 #define SQLSTATE_STALE_FENCE "FL001"
 
+/* The workload (-m): which kind of lease the workers take. */
+typedef enum ChaosMode
+{
+	MODE_EXCLUSIVE, /* acquire; the per-row and lease-bound tables and the sets */
+	MODE_SHARED,    /* readers acquire_shared, writers acquire, one lease-bound log */
+	MODE_PERMIT     /* acquire_permit(..., permits => K), the same log with slots */
+} ChaosMode;
+
+#define MODE_BIT(m) (1 << (m))
+#define MODES_ALL   (MODE_BIT(MODE_EXCLUSIVE) | MODE_BIT(MODE_SHARED) | MODE_BIT(MODE_PERMIT))
+#define MODES_GROUP (MODE_BIT(MODE_SHARED) | MODE_BIT(MODE_PERMIT))
+
 typedef struct ChaosOptions
 {
+	ChaosMode mode;
+	int permits;          /* MODE_PERMIT: the K of acquire_permit */
+	int writer_pct;       /* MODE_SHARED: share of rounds that take the exclusive lease */
 	const char *conninfo; /* NULL: libpq environment */
 	int workers;
 	int resources;
@@ -63,7 +78,14 @@ typedef struct WorkerStats
 	long set_row_stale;
 	long set_lease_acked; /* lease-bound set (chaos_set_lease) */
 	long set_lease_stale;
+	/* the shared and permit workloads (their writes count in accepted and stale above) */
+	long reader_grants; /* MODE_SHARED: acquire_shared grants */
+	long reader_accepted;
+	long reader_stale;
+	long slot_unknown; /* MODE_PERMIT: the holder's row was gone when its slot was read */
 } WorkerStats;
+
+#define WORKER_STATS_FIELDS 23
 
 /* A worker tells the parent it is about to write; the parent answers with one byte. */
 typedef struct ChaosMsg
@@ -87,6 +109,7 @@ extern const char *result_sqlstate(const PGresult *res);
 extern bool exec_ok(PGconn *conn, const char *sql, const char *what);
 extern void resource_name(char *buf, size_t len, int index);
 extern void owner_name(char *buf, size_t len, int index);
+extern const char *mode_name(ChaosMode mode);
 extern void chaos_warn(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 
 /* worker.c */

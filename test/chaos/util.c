@@ -135,3 +135,19 @@ owner_name(char *buf, size_t len, int index)
 {
 	snprintf(buf, len, "w%d", index);
 }
+
+/* The mode's name, as the harness's tables and fencelock's views spell it. */
+const char *
+mode_name(ChaosMode mode)
+{
+	switch (mode)
+	{
+		case MODE_SHARED:
+			return "shared";
+		case MODE_PERMIT:
+			return "permit";
+		case MODE_EXCLUSIVE:
+			break;
+	}
+	return "exclusive";
+}

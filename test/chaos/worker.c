@@ -4,12 +4,16 @@
  * Every grant, acknowledged write and release goes to the worker's log (one line each, written
  * through before the next step), so the parent can audit what the database kept against what
  * the worker was told:
- *   G resource fence owner pre post ttl_ms      acquire() granted FENCE between PRE and POST
+ *   G resource fence owner pre post ttl_ms mode slot
+ *                                               acquire() (acquire_shared, acquire_permit) granted
+ *                                               FENCE between PRE and POST; SLOT: permits only
  *   A resource fence owner seq                  COMMIT of write SEQ succeeded
  *   R resource fence owner t|f pre post         release() answered t or f between PRE and POST
  *   L resource fence owner seq                  COMMIT of write SEQ to the lease-bound table
  *   P resource element                          the per-row fenced set acknowledged ELEMENT's add
  *   Q resource element                          the lease-bound set acknowledged ELEMENT's add
+ *   W resource fence owner seq                  shared and permit workloads: COMMIT of write SEQ
+ *                                               to the lease-bound log succeeded
  *   S counters...                               the WorkerStats, once, at exit
  * PRE and POST are the server's clock_timestamp() just before and just after the call.
  */
@@ -31,6 +35,32 @@
 static const char SQL_ACQUIRE[] =
 	"SELECT pg_catalog.clock_timestamp(), fencelock.acquire($1, $2, $3::pg_catalog.interval), "
 	"pg_catalog.clock_timestamp()";
+/* The shared and permit workloads: readers, writers (who wait) and permit holders. */
+static const char SQL_ACQUIRE_SHARED[] =
+	"SELECT pg_catalog.clock_timestamp(), fencelock.acquire_shared($1, $2, "
+	"$3::pg_catalog.interval, "
+	"$4::pg_catalog.interval), pg_catalog.clock_timestamp()";
+static const char SQL_ACQUIRE_WAIT[] =
+	"SELECT pg_catalog.clock_timestamp(), fencelock.acquire($1, $2, $3::pg_catalog.interval, "
+	"$4::pg_catalog.interval), pg_catalog.clock_timestamp()";
+static const char SQL_ACQUIRE_PERMIT[] =
+	"SELECT pg_catalog.clock_timestamp(), fencelock.acquire_permit($1, $2, "
+	"$3::pg_catalog.interval, "
+	"$5::pg_catalog.int4, $4::pg_catalog.interval), pg_catalog.clock_timestamp()";
+/*
+ * After the grant committed: the moment from which the holder was surely in the group, and (for
+ * a permit) its slot.  A separate statement: the grant's own could not see its holder row.
+ */
+static const char SQL_LIVE_FROM[] = "SELECT pg_catalog.clock_timestamp(), NULL::pg_catalog.int4";
+static const char SQL_LIVE_FROM_SLOT[] =
+	"SELECT pg_catalog.clock_timestamp(), (SELECT h.slot FROM fencelock.lease_holders h"
+	" WHERE h.resource = $1 AND h.owner = $2 AND h.fence = $3::pg_catalog.int8)";
+/* The write: a row of the lease-bound log, then its history row (timestamped under the lock). */
+static const char SQL_GROUP_WRITE[] = "INSERT INTO chaos_group_write (resource, owner, fence, "
+									  "mode, slot) VALUES ($1, $2, $3, $4, $5)";
+static const char SQL_GROUP_HISTORY[] =
+	"INSERT INTO chaos_group_history (resource, owner, fence, mode, slot, seq, live_from)"
+	" VALUES ($1, $2, $3, $4, $5, $6, $7)";
 static const char SQL_RELEASE[] = "SELECT pg_catalog.clock_timestamp(), fencelock.release($1, $2), "
 								  "pg_catalog.clock_timestamp()";
 static const char SQL_UPDATE[] =
@@ -95,11 +125,12 @@ worker_exit(Worker *w, int code)
 	{
 		fprintf(w->log,
 				"S\t%ld\t%ld\t%ld\t%ld\t%ld\t%ld\t%ld\t%ld\t%ld\t%ld\t%ld\t%ld\t%ld\t%ld\t%ld\t%ld"
-				"\t%ld\t%ld\t%ld\n",
+				"\t%ld\t%ld\t%ld\t%ld\t%ld\t%ld\t%ld\n",
 				s->attempts, s->busy, s->grants, s->frozen, s->frozen_past_lease, s->late_writes,
 				s->late_accepted, s->stale, s->accepted, s->releases, s->overruns, s->errors,
 				s->lb_accepted, s->lb_stale, s->lb_late_accepted, s->set_row_acked,
-				s->set_row_stale, s->set_lease_acked, s->set_lease_stale);
+				s->set_row_stale, s->set_lease_acked, s->set_lease_stale, s->reader_grants,
+				s->reader_accepted, s->reader_stale, s->slot_unknown);
 		fclose(w->log);
 	}
 	if (w->conn)
@@ -129,20 +160,18 @@ worker_error(Worker *w, const char *what, const PGresult *res)
 }
 
 /*
- * Returns the fence, 0 when another owner holds a live lease, -1 on error.  PRE and POST receive
- * the server's clock around the call.
+ * Run one of the SQL_ACQUIRE* statements.  Returns the fence, 0 when busy (another owner holds a
+ * live lease, or all permits are taken), -1 on error.  PRE and POST receive the server's clock
+ * around the call.
  */
 static int64_t
-acquire(Worker *w, const char *resource, char *pre, char *post)
+acquire_call(Worker *w, const char *sql, int nparams, const char *const *params, char *pre,
+			 char *post)
 {
-	const char *params[3];
 	PGresult *res;
 	int64_t fence;
 
-	params[0] = resource;
-	params[1] = w->owner;
-	params[2] = w->ttl_text;
-	res = PQexecParams(w->conn, SQL_ACQUIRE, 3, NULL, params, NULL, NULL, 0);
+	res = PQexecParams(w->conn, sql, nparams, NULL, params, NULL, NULL, 0);
 	if (PQresultStatus(res) != PGRES_TUPLES_OK || PQntuples(res) != 1)
 	{
 		worker_error(w, "acquire", res);
@@ -164,6 +193,18 @@ acquire(Worker *w, const char *resource, char *pre, char *post)
 	snprintf(post, TS_LEN, "%s", PQgetvalue(res, 0, 2));
 	PQclear(res);
 	return fence;
+}
+
+/* The exclusive workload's acquire(resource, owner, ttl). */
+static int64_t
+acquire(Worker *w, const char *resource, char *pre, char *post)
+{
+	const char *params[3];
+
+	params[0] = resource;
+	params[1] = w->owner;
+	params[2] = w->ttl_text;
+	return acquire_call(w, SQL_ACQUIRE, 3, params, pre, post);
 }
 
 /* Tell the parent we are about to write and wait for its answer; it may freeze us first. */
@@ -394,8 +435,8 @@ one_round(Worker *w)
 	/* Local time after the answer: the server granted the lease no later than this. */
 	granted_at = now_us();
 	w->st.grants++;
-	fprintf(w->log, "G\t%s\t%lld\t%s\t%s\t%s\t%d\n", resource, (long long) fence, w->owner, pre,
-			post, opt->ttl_ms);
+	fprintf(w->log, "G\t%s\t%lld\t%s\t%s\t%s\t%d\texclusive\t\\N\n", resource, (long long) fence,
+			w->owner, pre, post, opt->ttl_ms);
 
 	/* Some work under the lease (reading the sets), then ask the parent; it may freeze us. */
 	have_sets = read_sets(w, resource, &row_v, &lease_v);
@@ -445,6 +486,200 @@ one_round(Worker *w)
 			w->st.set_lease_stale++;
 		free(row_v);
 		free(lease_v);
+	}
+	release(w, resource, fence);
+}
+
+/*
+ * The shared and permit workloads' write: BEGIN; a row of the lease-bound log (its trigger checks
+ * the fence against the resource's lease and share-locks the lease row); the history row, whose
+ * timestamp is taken while that lock is held; COMMIT.  SLOT is NULL but for permits.
+ */
+static WriteOutcome
+write_group(Worker *w, const char *resource, int64_t fence, const char *mode, const char *slot,
+			const char *live_from)
+{
+	char fence_text[24];
+	char seq_text[24];
+	const char *params[7];
+	WriteOutcome outcome = WRITE_FAILED;
+	PGresult *res;
+
+	w->seq++;
+	snprintf(fence_text, sizeof(fence_text), "%lld", (long long) fence);
+	snprintf(seq_text, sizeof(seq_text), "%ld", w->seq);
+	params[0] = resource;
+	params[1] = w->owner;
+	params[2] = fence_text;
+	params[3] = mode;
+	params[4] = slot;
+	params[5] = seq_text;
+	params[6] = live_from;
+
+	if (!write_step(w, "BEGIN", 0, NULL, "BEGIN", &outcome) ||
+		!write_step(w, SQL_GROUP_WRITE, 5, params, "lease-bound INSERT", &outcome) ||
+		!write_step(w, SQL_GROUP_HISTORY, 7, params, "history INSERT", &outcome))
+		return outcome;
+	res = PQexec(w->conn, "COMMIT");
+	if (PQresultStatus(res) != PGRES_COMMAND_OK || strcmp(PQcmdStatus(res), "COMMIT") != 0)
+	{
+		if (strcmp(result_sqlstate(res), SQLSTATE_STALE_FENCE) == 0)
+			outcome = WRITE_STALE;
+		else
+			worker_error(w, "COMMIT", res);
+		PQclear(res);
+		return outcome;
+	}
+	PQclear(res);
+	fprintf(w->log, "W\t%s\t%lld\t%s\t%ld\n", resource, (long long) fence, w->owner, w->seq);
+	return WRITE_ACCEPTED;
+}
+
+/*
+ * Read the clock (and the permit's slot) right after a grant.  False on error; SLOT is left empty
+ * when the holder's row was no longer in the group (a freeze right after the grant).
+ */
+static bool
+read_live_from(Worker *w, const char *resource, int64_t fence, char *live_from, char *slot,
+			   size_t slot_len)
+{
+	char fence_text[24];
+	const char *params[3];
+	bool permit = w->opt->mode == MODE_PERMIT;
+	PGresult *res;
+
+	snprintf(fence_text, sizeof(fence_text), "%lld", (long long) fence);
+	params[0] = resource;
+	params[1] = w->owner;
+	params[2] = fence_text;
+	res = PQexecParams(w->conn, permit ? SQL_LIVE_FROM_SLOT : SQL_LIVE_FROM, permit ? 3 : 0, NULL,
+					   permit ? params : NULL, NULL, NULL, 0);
+	if (PQresultStatus(res) != PGRES_TUPLES_OK || PQntuples(res) != 1)
+	{
+		worker_error(w, "reading the clock after the grant", res);
+		PQclear(res);
+		return false;
+	}
+	snprintf(live_from, TS_LEN, "%s", PQgetvalue(res, 0, 0));
+	slot[0] = '\0';
+	if (!PQgetisnull(res, 0, 1))
+		snprintf(slot, slot_len, "%s", PQgetvalue(res, 0, 1));
+	PQclear(res);
+	return true;
+}
+
+/*
+ * One round of the shared or the permit workload: a reader's acquire_shared, a writer's acquire
+ * (waiting up to a TTL, so that with the preload it queues and readers yield to it) or an
+ * acquire_permit; if granted, one write to the lease-bound log under the fence, and release.
+ * About half the reader and permit calls wait too, up to half a TTL.
+ */
+static void
+group_round(Worker *w)
+{
+	const ChaosOptions *opt = w->opt;
+	int64_t ttl_us = (int64_t) opt->ttl_ms * 1000;
+	char resource[CHAOS_NAME_LEN];
+	char pre[TS_LEN];
+	char post[TS_LEN];
+	char live_from[TS_LEN];
+	char slot[16];
+	char wait_text[32];
+	char permits_text[16];
+	const char *params[5];
+	const char *sql;
+	const char *mode;
+	bool reader = false;
+	int64_t fence;
+	int64_t granted_at;
+	bool frozen;
+	bool late;
+	WriteOutcome outcome;
+
+	resource_name(resource, sizeof(resource), (int) rng_range(&w->rng, 0, opt->resources - 1));
+	if (opt->mode == MODE_PERMIT)
+	{
+		sql = SQL_ACQUIRE_PERMIT;
+		mode = "permit";
+	}
+	else if (rng_range(&w->rng, 0, 99) < opt->writer_pct)
+	{
+		sql = SQL_ACQUIRE_WAIT;
+		mode = "exclusive";
+	}
+	else
+	{
+		sql = SQL_ACQUIRE_SHARED;
+		mode = "shared";
+		reader = true;
+	}
+	snprintf(wait_text, sizeof(wait_text), "%d milliseconds",
+			 sql == SQL_ACQUIRE_WAIT    ? opt->ttl_ms
+			 : rng_range(&w->rng, 0, 1) ? opt->ttl_ms / 2
+										: 0);
+	snprintf(permits_text, sizeof(permits_text), "%d", opt->permits);
+	params[0] = resource;
+	params[1] = w->owner;
+	params[2] = w->ttl_text;
+	params[3] = wait_text;
+	params[4] = permits_text;
+
+	w->st.attempts++;
+	fence = acquire_call(w, sql, sql == SQL_ACQUIRE_PERMIT ? 5 : 4, params, pre, post);
+	if (fence < 0)
+	{
+		sleep_us(10000);
+		return;
+	}
+	if (fence == 0)
+	{
+		w->st.busy++;
+		sleep_us(rng_range(&w->rng, 1000, ttl_us / 10 > 2000 ? ttl_us / 10 : 2000));
+		return;
+	}
+	granted_at = now_us();
+	w->st.grants++;
+	if (reader)
+		w->st.reader_grants++;
+	if (!read_live_from(w, resource, fence, live_from, slot, sizeof(slot)))
+	{
+		release(w, resource, fence);
+		return;
+	}
+	if (opt->mode == MODE_PERMIT && slot[0] == '\0')
+		w->st.slot_unknown++;
+	fprintf(w->log, "G\t%s\t%lld\t%s\t%s\t%s\t%d\t%s\t%s\n", resource, (long long) fence, w->owner,
+			pre, post, opt->ttl_ms, mode, slot[0] ? slot : "\\N");
+
+	/* Some work under the lease, then ask the parent; it may freeze us past the lease. */
+	sleep_us(rng_range(&w->rng, 0, ttl_us / 30));
+	frozen = handshake(w);
+	late = now_us() - granted_at > ttl_us;
+	if (frozen)
+	{
+		w->st.frozen++;
+		if (late)
+			w->st.frozen_past_lease++;
+	}
+
+	outcome = write_group(w, resource, fence, mode, slot[0] ? slot : NULL, live_from);
+	if (outcome == WRITE_ACCEPTED)
+	{
+		w->st.accepted++;
+		if (reader)
+			w->st.reader_accepted++;
+	}
+	else if (outcome == WRITE_STALE)
+	{
+		w->st.stale++;
+		if (reader)
+			w->st.reader_stale++;
+	}
+	if (late)
+	{
+		w->st.late_writes++;
+		if (outcome == WRITE_ACCEPTED)
+			w->st.late_accepted++;
 	}
 	release(w, resource, fence);
 }
@@ -511,6 +746,11 @@ worker_main(const ChaosOptions *opt, int id, int to_parent, int from_parent, int
 	PQclear(res);
 
 	while (!stop_requested && now_us() < deadline)
-		one_round(&w);
+	{
+		if (opt->mode == MODE_EXCLUSIVE)
+			one_round(&w);
+		else
+			group_round(&w);
+	}
 	worker_exit(&w, 0);
 }
