@@ -214,6 +214,12 @@ BEGIN
                 CASE WHEN a.is_grantable THEN ' WITH GRANT OPTION' ELSE '' END);
         END LOOP;
     END IF;
+    -- PostgreSQL records the grants an extension script makes as the object's initial privileges,
+    -- which pg_dump leaves out: the carried ones are the database's own, so the initial ones are
+    -- a fresh install's (none: PUBLIC executes), and a dump keeps the carried ones.
+    DELETE FROM pg_catalog.pg_init_privs i
+     WHERE i.classoid OPERATOR(pg_catalog.=) 'pg_catalog.pg_proc'::pg_catalog.regclass
+       AND i.objoid OPERATOR(pg_catalog.=) 'fencelock.acquire(pg_catalog.text, pg_catalog.text, pg_catalog.interval, pg_catalog.interval, pg_catalog.bool, pg_catalog.jsonb)'::pg_catalog.regprocedure;
 END
 $fl$;
 
@@ -369,18 +375,84 @@ SELECT l.resource,
                    AND (l.session_id IS NULL OR fencelock.session_alive(l.session_id)) AS live) AS s;
 
 -- stats gains shared_grants and permit_grants (of grants; before stats_reset, the last column).
-DROP VIEW fencelock.stats;
-DROP FUNCTION fencelock.read_stats();
-CREATE FUNCTION fencelock.read_stats(
-    OUT grants pg_catalog.int8, OUT takeovers pg_catalog.int8, OUT reacquires pg_catalog.int8,
-    OUT busy pg_catalog.int8, OUT renewals pg_catalog.int8, OUT renewals_refused pg_catalog.int8,
-    OUT releases pg_catalog.int8, OUT releases_refused pg_catalog.int8,
-    OUT stale_rejected pg_catalog.int8, OUT unfenced_rejected pg_catalog.int8,
-    OUT waits pg_catalog.int8, OUT wait_time_ms pg_catalog.float8, OUT wait_timeouts pg_catalog.int8,
-    OUT revokes pg_catalog.int8, OUT shared_grants pg_catalog.int8,
-    OUT permit_grants pg_catalog.int8, OUT stats_reset pg_catalog.timestamptz)
-RETURNS record
-AS 'MODULE_PATHNAME', 'fencelock_stats'
-LANGUAGE C VOLATILE;
-CREATE VIEW fencelock.stats AS SELECT * FROM fencelock.read_stats();
-GRANT SELECT ON fencelock.stats TO PUBLIC;
+-- The view and its function are replaced, their privileges carried over (as acquire's above).
+-- Objects of the database's own that depend on the view would keep it from being dropped: the
+-- update refuses, naming them.
+DO $fl$
+DECLARE
+    view_acl pg_catalog.aclitem[];
+    view_owner pg_catalog.oid;
+    new_owner pg_catalog.oid;
+    fn_acl pg_catalog.aclitem[];
+    deps pg_catalog.text;
+    a record;
+BEGIN
+    SELECT pg_catalog.string_agg(pg_catalog.pg_describe_object(d.classid, d.objid, d.objsubid),
+                                 ', ' ORDER BY 1)
+      INTO deps
+      FROM pg_catalog.pg_depend d
+     WHERE d.refclassid OPERATOR(pg_catalog.=) 'pg_catalog.pg_class'::pg_catalog.regclass
+       AND d.refobjid OPERATOR(pg_catalog.=) 'fencelock.stats'::pg_catalog.regclass
+       AND d.deptype OPERATOR(pg_catalog.=) 'n';
+    IF deps IS NOT NULL THEN
+        RAISE EXCEPTION 'cannot update fencelock: other objects depend on view fencelock.stats'
+            USING ERRCODE = '2BP01',
+                  DETAIL = pg_catalog.format('The update to 0.4.0 replaces the view (it gains columns before stats_reset). Depending on it: %s.', deps),
+                  HINT = 'Drop those objects, update, and create them again.';
+    END IF;
+    SELECT c.relacl, c.relowner INTO view_acl, view_owner FROM pg_catalog.pg_class c
+     WHERE c.oid OPERATOR(pg_catalog.=) 'fencelock.stats'::pg_catalog.regclass;
+    SELECT p.proacl INTO fn_acl FROM pg_catalog.pg_proc p
+     WHERE p.oid OPERATOR(pg_catalog.=) 'fencelock.read_stats()'::pg_catalog.regprocedure;
+    DROP VIEW fencelock.stats;
+    DROP FUNCTION fencelock.read_stats();
+    CREATE FUNCTION fencelock.read_stats(
+        OUT grants pg_catalog.int8, OUT takeovers pg_catalog.int8, OUT reacquires pg_catalog.int8,
+        OUT busy pg_catalog.int8, OUT renewals pg_catalog.int8, OUT renewals_refused pg_catalog.int8,
+        OUT releases pg_catalog.int8, OUT releases_refused pg_catalog.int8,
+        OUT stale_rejected pg_catalog.int8, OUT unfenced_rejected pg_catalog.int8,
+        OUT waits pg_catalog.int8, OUT wait_time_ms pg_catalog.float8, OUT wait_timeouts pg_catalog.int8,
+        OUT revokes pg_catalog.int8, OUT shared_grants pg_catalog.int8,
+        OUT permit_grants pg_catalog.int8, OUT stats_reset pg_catalog.timestamptz)
+    RETURNS record
+    AS 'MODULE_PATHNAME', 'fencelock_stats'
+    LANGUAGE C VOLATILE;
+    CREATE VIEW fencelock.stats AS SELECT * FROM fencelock.read_stats();
+    SELECT c.relowner INTO new_owner FROM pg_catalog.pg_class c
+     WHERE c.oid OPERATOR(pg_catalog.=) 'fencelock.stats'::pg_catalog.regclass;
+    IF view_acl IS NULL THEN
+        GRANT SELECT ON fencelock.stats TO PUBLIC;
+    ELSE
+        FOR a IN SELECT e.grantee, e.privilege_type, e.is_grantable
+                   FROM pg_catalog.aclexplode(view_acl) e
+                  WHERE e.grantee OPERATOR(pg_catalog.<>) view_owner LOOP
+            EXECUTE pg_catalog.format('GRANT %s ON fencelock.stats TO %s%s', a.privilege_type,
+                CASE WHEN a.grantee OPERATOR(pg_catalog.=) 0 THEN 'PUBLIC'
+                     ELSE a.grantee::pg_catalog.regrole::pg_catalog.text END,
+                CASE WHEN a.is_grantable THEN ' WITH GRANT OPTION' ELSE '' END);
+        END LOOP;
+    END IF;
+    IF fn_acl IS NOT NULL THEN
+        REVOKE ALL ON FUNCTION fencelock.read_stats() FROM PUBLIC;
+        FOR a IN SELECT e.grantee, e.is_grantable FROM pg_catalog.aclexplode(fn_acl) e
+                  WHERE e.privilege_type OPERATOR(pg_catalog.=) 'EXECUTE' LOOP
+            EXECUTE pg_catalog.format('GRANT EXECUTE ON FUNCTION fencelock.read_stats() TO %s%s',
+                CASE WHEN a.grantee OPERATOR(pg_catalog.=) 0 THEN 'PUBLIC'
+                     ELSE a.grantee::pg_catalog.regrole::pg_catalog.text END,
+                CASE WHEN a.is_grantable THEN ' WITH GRANT OPTION' ELSE '' END);
+        END LOOP;
+    END IF;
+    -- The initial privileges (see acquire's above) are a fresh install's: the view read by
+    -- PUBLIC, the function with none of its own.
+    DELETE FROM pg_catalog.pg_init_privs i
+     WHERE i.classoid OPERATOR(pg_catalog.=) 'pg_catalog.pg_class'::pg_catalog.regclass
+       AND i.objoid OPERATOR(pg_catalog.=) 'fencelock.stats'::pg_catalog.regclass;
+    INSERT INTO pg_catalog.pg_init_privs (objoid, classoid, objsubid, privtype, initprivs)
+    VALUES ('fencelock.stats'::pg_catalog.regclass, 'pg_catalog.pg_class'::pg_catalog.regclass, 0,
+            'e', pg_catalog.array_append(pg_catalog.acldefault('r', new_owner),
+                                         pg_catalog.makeaclitem(0, new_owner, 'SELECT', false)));
+    DELETE FROM pg_catalog.pg_init_privs i
+     WHERE i.classoid OPERATOR(pg_catalog.=) 'pg_catalog.pg_proc'::pg_catalog.regclass
+       AND i.objoid OPERATOR(pg_catalog.=) 'fencelock.read_stats()'::pg_catalog.regprocedure;
+END
+$fl$;
