@@ -15,18 +15,7 @@ use Time::HiRes qw(usleep);
 my $node = fl_node('sessionholders', conf => "fencelock.history = on\n");
 my $timeout = $PostgreSQL::Test::Utils::timeout_default;
 
-sub wait_for
-{
-	my ($sql, $want) = @_;
-	my $got = '';
-	for (my $t = 0; $t < $timeout * 10; $t++)
-	{
-		$got = $node->safe_psql('postgres', $sql);
-		return $got if $got eq $want;
-		usleep(100_000);
-	}
-	return $got;
-}
+sub wait_for { return fl_wait_for($node, @_); }
 
 $node->safe_psql('postgres',
 	q{SELECT fencelock.acquire_permit('sh:api', 'other', '5 minutes', 2)});
