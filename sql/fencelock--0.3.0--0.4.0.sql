@@ -10,18 +10,37 @@
 -- or took a trigger, refuses a fence trigger on a parent whose inheritance children lack it, and
 -- only warns when check_function_bodies is off (as in a restore).  It sees CREATE FOREIGN TABLE,
 -- CREATE SCHEMA's tables and triggers dropped by any command too: the event trigger is made anew
--- for its new tags (WHEN cannot be altered), under the same name, beside one on sql_drop.
+-- for its new tags (WHEN cannot be altered), under the same name, beside one on sql_drop.  A guard
+-- the database disabled (or enabled for replicas only, or always) stays so, both triggers.
 CREATE OR REPLACE FUNCTION fencelock.inheritance_guard() RETURNS pg_catalog.event_trigger
 AS 'MODULE_PATHNAME', 'fencelock_inheritance_guard'
 LANGUAGE C SET search_path = pg_catalog, pg_temp;
 
-DROP EVENT TRIGGER fencelock_inheritance_guard;
-CREATE EVENT TRIGGER fencelock_inheritance_guard ON ddl_command_end
-    WHEN TAG IN ('CREATE TABLE', 'CREATE FOREIGN TABLE', 'CREATE SCHEMA', 'ALTER TABLE',
-                 'ALTER FOREIGN TABLE', 'CREATE TRIGGER')
-    EXECUTE FUNCTION fencelock.inheritance_guard();
-CREATE EVENT TRIGGER fencelock_inheritance_guard_drop ON sql_drop
-    EXECUTE FUNCTION fencelock.inheritance_guard();
+DO $fl$
+DECLARE
+    state pg_catalog."char";
+BEGIN
+    SELECT e.evtenabled INTO state FROM pg_catalog.pg_event_trigger e
+     WHERE e.evtname OPERATOR(pg_catalog.=) 'fencelock_inheritance_guard';
+    DROP EVENT TRIGGER fencelock_inheritance_guard;
+    CREATE EVENT TRIGGER fencelock_inheritance_guard ON ddl_command_end
+        WHEN TAG IN ('CREATE TABLE', 'CREATE FOREIGN TABLE', 'CREATE SCHEMA', 'ALTER TABLE',
+                     'ALTER FOREIGN TABLE', 'CREATE TRIGGER')
+        EXECUTE FUNCTION fencelock.inheritance_guard();
+    CREATE EVENT TRIGGER fencelock_inheritance_guard_drop ON sql_drop
+        EXECUTE FUNCTION fencelock.inheritance_guard();
+    IF state OPERATOR(pg_catalog.=) 'D' THEN
+        ALTER EVENT TRIGGER fencelock_inheritance_guard DISABLE;
+        ALTER EVENT TRIGGER fencelock_inheritance_guard_drop DISABLE;
+    ELSIF state OPERATOR(pg_catalog.=) 'R' THEN
+        ALTER EVENT TRIGGER fencelock_inheritance_guard ENABLE REPLICA;
+        ALTER EVENT TRIGGER fencelock_inheritance_guard_drop ENABLE REPLICA;
+    ELSIF state OPERATOR(pg_catalog.=) 'A' THEN
+        ALTER EVENT TRIGGER fencelock_inheritance_guard ENABLE ALWAYS;
+        ALTER EVENT TRIGGER fencelock_inheritance_guard_drop ENABLE ALWAYS;
+    END IF;
+END
+$fl$;
 -- == after restoring an older pg_dump: every fence from now on above a bound (issue 20) ==
 CREATE FUNCTION fencelock.raise_fences(above pg_catalog.int8)
 RETURNS pg_catalog.int8
@@ -217,9 +236,19 @@ BEGIN
     -- PostgreSQL records the grants an extension script makes as the object's initial privileges,
     -- which pg_dump leaves out: the carried ones are the database's own, so the initial ones are
     -- a fresh install's (none: PUBLIC executes), and a dump keeps the carried ones.
+    -- From 17 on, each role named in the initial privileges has a shared dependency on the
+    -- object ('i'): those go too, or the roles could never be dropped.
     DELETE FROM pg_catalog.pg_init_privs i
      WHERE i.classoid OPERATOR(pg_catalog.=) 'pg_catalog.pg_proc'::pg_catalog.regclass
        AND i.objoid OPERATOR(pg_catalog.=) 'fencelock.acquire(pg_catalog.text, pg_catalog.text, pg_catalog.interval, pg_catalog.interval, pg_catalog.bool, pg_catalog.jsonb)'::pg_catalog.regprocedure;
+    IF pg_catalog.current_setting('server_version_num')::pg_catalog.int4 OPERATOR(pg_catalog.>=) 170000 THEN
+        DELETE FROM pg_catalog.pg_shdepend s
+         WHERE s.dbid OPERATOR(pg_catalog.=) (SELECT d.oid FROM pg_catalog.pg_database d
+                                               WHERE d.datname OPERATOR(pg_catalog.=) pg_catalog.current_database())
+           AND s.classid OPERATOR(pg_catalog.=) 'pg_catalog.pg_proc'::pg_catalog.regclass
+           AND s.objid OPERATOR(pg_catalog.=) 'fencelock.acquire(pg_catalog.text, pg_catalog.text, pg_catalog.interval, pg_catalog.interval, pg_catalog.bool, pg_catalog.jsonb)'::pg_catalog.regprocedure
+           AND s.deptype OPERATOR(pg_catalog.=) 'i';
+    END IF;
 END
 $fl$;
 
@@ -387,13 +416,18 @@ DECLARE
     deps pg_catalog.text;
     a record;
 BEGIN
-    SELECT pg_catalog.string_agg(pg_catalog.pg_describe_object(d.classid, d.objid, d.objsubid),
-                                 ', ' ORDER BY 1)
+    -- (Up to 15 a view's own rule depends on the view normally too: not counted.)
+    SELECT pg_catalog.string_agg(o.what, ', ' ORDER BY o.what)
       INTO deps
-      FROM pg_catalog.pg_depend d
-     WHERE d.refclassid OPERATOR(pg_catalog.=) 'pg_catalog.pg_class'::pg_catalog.regclass
-       AND d.refobjid OPERATOR(pg_catalog.=) 'fencelock.stats'::pg_catalog.regclass
-       AND d.deptype OPERATOR(pg_catalog.=) 'n';
+      FROM (SELECT DISTINCT pg_catalog.pg_describe_object(d.classid, d.objid, 0) AS what
+              FROM pg_catalog.pg_depend d
+             WHERE d.refclassid OPERATOR(pg_catalog.=) 'pg_catalog.pg_class'::pg_catalog.regclass
+               AND d.refobjid OPERATOR(pg_catalog.=) 'fencelock.stats'::pg_catalog.regclass
+               AND d.deptype OPERATOR(pg_catalog.=) 'n'
+               AND NOT EXISTS (SELECT FROM pg_catalog.pg_rewrite r
+                                WHERE d.classid OPERATOR(pg_catalog.=) 'pg_catalog.pg_rewrite'::pg_catalog.regclass
+                                  AND r.oid OPERATOR(pg_catalog.=) d.objid
+                                  AND r.ev_class OPERATOR(pg_catalog.=) 'fencelock.stats'::pg_catalog.regclass)) o;
     IF deps IS NOT NULL THEN
         RAISE EXCEPTION 'cannot update fencelock: other objects depend on view fencelock.stats'
             USING ERRCODE = '2BP01',
@@ -454,5 +488,18 @@ BEGIN
     DELETE FROM pg_catalog.pg_init_privs i
      WHERE i.classoid OPERATOR(pg_catalog.=) 'pg_catalog.pg_proc'::pg_catalog.regclass
        AND i.objoid OPERATOR(pg_catalog.=) 'fencelock.read_stats()'::pg_catalog.regprocedure;
+    -- The roles' shared dependencies on them (17 on, see acquire's above): the view keeps its
+    -- owner's only (none for a pinned owner, which has none recorded), the function none.
+    IF pg_catalog.current_setting('server_version_num')::pg_catalog.int4 OPERATOR(pg_catalog.>=) 170000 THEN
+        DELETE FROM pg_catalog.pg_shdepend s
+         WHERE s.dbid OPERATOR(pg_catalog.=) (SELECT d.oid FROM pg_catalog.pg_database d
+                                               WHERE d.datname OPERATOR(pg_catalog.=) pg_catalog.current_database())
+           AND s.deptype OPERATOR(pg_catalog.=) 'i'
+           AND ((s.classid OPERATOR(pg_catalog.=) 'pg_catalog.pg_proc'::pg_catalog.regclass
+                 AND s.objid OPERATOR(pg_catalog.=) 'fencelock.read_stats()'::pg_catalog.regprocedure)
+             OR (s.classid OPERATOR(pg_catalog.=) 'pg_catalog.pg_class'::pg_catalog.regclass
+                 AND s.objid OPERATOR(pg_catalog.=) 'fencelock.stats'::pg_catalog.regclass
+                 AND s.refobjid OPERATOR(pg_catalog.<>) new_owner));
+    END IF;
 END
 $fl$;
