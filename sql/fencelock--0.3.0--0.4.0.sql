@@ -10,18 +10,37 @@
 -- or took a trigger, refuses a fence trigger on a parent whose inheritance children lack it, and
 -- only warns when check_function_bodies is off (as in a restore).  It sees CREATE FOREIGN TABLE,
 -- CREATE SCHEMA's tables and triggers dropped by any command too: the event trigger is made anew
--- for its new tags (WHEN cannot be altered), under the same name, beside one on sql_drop.
+-- for its new tags (WHEN cannot be altered), under the same name, beside one on sql_drop.  A guard
+-- the database disabled (or enabled for replicas only, or always) stays so, both triggers.
 CREATE OR REPLACE FUNCTION fencelock.inheritance_guard() RETURNS pg_catalog.event_trigger
 AS 'MODULE_PATHNAME', 'fencelock_inheritance_guard'
 LANGUAGE C SET search_path = pg_catalog, pg_temp;
 
-DROP EVENT TRIGGER fencelock_inheritance_guard;
-CREATE EVENT TRIGGER fencelock_inheritance_guard ON ddl_command_end
-    WHEN TAG IN ('CREATE TABLE', 'CREATE FOREIGN TABLE', 'CREATE SCHEMA', 'ALTER TABLE',
-                 'ALTER FOREIGN TABLE', 'CREATE TRIGGER')
-    EXECUTE FUNCTION fencelock.inheritance_guard();
-CREATE EVENT TRIGGER fencelock_inheritance_guard_drop ON sql_drop
-    EXECUTE FUNCTION fencelock.inheritance_guard();
+DO $fl$
+DECLARE
+    state pg_catalog."char";
+BEGIN
+    SELECT e.evtenabled INTO state FROM pg_catalog.pg_event_trigger e
+     WHERE e.evtname OPERATOR(pg_catalog.=) 'fencelock_inheritance_guard';
+    DROP EVENT TRIGGER fencelock_inheritance_guard;
+    CREATE EVENT TRIGGER fencelock_inheritance_guard ON ddl_command_end
+        WHEN TAG IN ('CREATE TABLE', 'CREATE FOREIGN TABLE', 'CREATE SCHEMA', 'ALTER TABLE',
+                     'ALTER FOREIGN TABLE', 'CREATE TRIGGER')
+        EXECUTE FUNCTION fencelock.inheritance_guard();
+    CREATE EVENT TRIGGER fencelock_inheritance_guard_drop ON sql_drop
+        EXECUTE FUNCTION fencelock.inheritance_guard();
+    IF state OPERATOR(pg_catalog.=) 'D' THEN
+        ALTER EVENT TRIGGER fencelock_inheritance_guard DISABLE;
+        ALTER EVENT TRIGGER fencelock_inheritance_guard_drop DISABLE;
+    ELSIF state OPERATOR(pg_catalog.=) 'R' THEN
+        ALTER EVENT TRIGGER fencelock_inheritance_guard ENABLE REPLICA;
+        ALTER EVENT TRIGGER fencelock_inheritance_guard_drop ENABLE REPLICA;
+    ELSIF state OPERATOR(pg_catalog.=) 'A' THEN
+        ALTER EVENT TRIGGER fencelock_inheritance_guard ENABLE ALWAYS;
+        ALTER EVENT TRIGGER fencelock_inheritance_guard_drop ENABLE ALWAYS;
+    END IF;
+END
+$fl$;
 -- == after restoring an older pg_dump: every fence from now on above a bound (issue 20) ==
 CREATE FUNCTION fencelock.raise_fences(above pg_catalog.int8)
 RETURNS pg_catalog.int8
@@ -214,6 +233,22 @@ BEGIN
                 CASE WHEN a.is_grantable THEN ' WITH GRANT OPTION' ELSE '' END);
         END LOOP;
     END IF;
+    -- PostgreSQL records the grants an extension script makes as the object's initial privileges,
+    -- which pg_dump leaves out: the carried ones are the database's own, so the initial ones are
+    -- a fresh install's (none: PUBLIC executes), and a dump keeps the carried ones.
+    -- From 17 on, each role named in the initial privileges has a shared dependency on the
+    -- object ('i'): those go too, or the roles could never be dropped.
+    DELETE FROM pg_catalog.pg_init_privs i
+     WHERE i.classoid OPERATOR(pg_catalog.=) 'pg_catalog.pg_proc'::pg_catalog.regclass
+       AND i.objoid OPERATOR(pg_catalog.=) 'fencelock.acquire(pg_catalog.text, pg_catalog.text, pg_catalog.interval, pg_catalog.interval, pg_catalog.bool, pg_catalog.jsonb)'::pg_catalog.regprocedure;
+    IF pg_catalog.current_setting('server_version_num')::pg_catalog.int4 OPERATOR(pg_catalog.>=) 170000 THEN
+        DELETE FROM pg_catalog.pg_shdepend s
+         WHERE s.dbid OPERATOR(pg_catalog.=) (SELECT d.oid FROM pg_catalog.pg_database d
+                                               WHERE d.datname OPERATOR(pg_catalog.=) pg_catalog.current_database())
+           AND s.classid OPERATOR(pg_catalog.=) 'pg_catalog.pg_proc'::pg_catalog.regclass
+           AND s.objid OPERATOR(pg_catalog.=) 'fencelock.acquire(pg_catalog.text, pg_catalog.text, pg_catalog.interval, pg_catalog.interval, pg_catalog.bool, pg_catalog.jsonb)'::pg_catalog.regprocedure
+           AND s.deptype OPERATOR(pg_catalog.=) 'i';
+    END IF;
 END
 $fl$;
 
@@ -369,18 +404,102 @@ SELECT l.resource,
                    AND (l.session_id IS NULL OR fencelock.session_alive(l.session_id)) AS live) AS s;
 
 -- stats gains shared_grants and permit_grants (of grants; before stats_reset, the last column).
-DROP VIEW fencelock.stats;
-DROP FUNCTION fencelock.read_stats();
-CREATE FUNCTION fencelock.read_stats(
-    OUT grants pg_catalog.int8, OUT takeovers pg_catalog.int8, OUT reacquires pg_catalog.int8,
-    OUT busy pg_catalog.int8, OUT renewals pg_catalog.int8, OUT renewals_refused pg_catalog.int8,
-    OUT releases pg_catalog.int8, OUT releases_refused pg_catalog.int8,
-    OUT stale_rejected pg_catalog.int8, OUT unfenced_rejected pg_catalog.int8,
-    OUT waits pg_catalog.int8, OUT wait_time_ms pg_catalog.float8, OUT wait_timeouts pg_catalog.int8,
-    OUT revokes pg_catalog.int8, OUT shared_grants pg_catalog.int8,
-    OUT permit_grants pg_catalog.int8, OUT stats_reset pg_catalog.timestamptz)
-RETURNS record
-AS 'MODULE_PATHNAME', 'fencelock_stats'
-LANGUAGE C VOLATILE;
-CREATE VIEW fencelock.stats AS SELECT * FROM fencelock.read_stats();
-GRANT SELECT ON fencelock.stats TO PUBLIC;
+-- The view and its function are replaced, their privileges carried over (as acquire's above).
+-- Objects of the database's own that depend on the view would keep it from being dropped: the
+-- update refuses, naming them.
+DO $fl$
+DECLARE
+    view_acl pg_catalog.aclitem[];
+    view_owner pg_catalog.oid;
+    new_owner pg_catalog.oid;
+    fn_acl pg_catalog.aclitem[];
+    deps pg_catalog.text;
+    a record;
+BEGIN
+    -- (Up to 15 a view's own rule depends on the view normally too: not counted.)
+    SELECT pg_catalog.string_agg(o.what, ', ' ORDER BY o.what)
+      INTO deps
+      FROM (SELECT DISTINCT pg_catalog.pg_describe_object(d.classid, d.objid, 0) AS what
+              FROM pg_catalog.pg_depend d
+             WHERE d.refclassid OPERATOR(pg_catalog.=) 'pg_catalog.pg_class'::pg_catalog.regclass
+               AND d.refobjid OPERATOR(pg_catalog.=) 'fencelock.stats'::pg_catalog.regclass
+               AND d.deptype OPERATOR(pg_catalog.=) 'n'
+               AND NOT EXISTS (SELECT FROM pg_catalog.pg_rewrite r
+                                WHERE d.classid OPERATOR(pg_catalog.=) 'pg_catalog.pg_rewrite'::pg_catalog.regclass
+                                  AND r.oid OPERATOR(pg_catalog.=) d.objid
+                                  AND r.ev_class OPERATOR(pg_catalog.=) 'fencelock.stats'::pg_catalog.regclass)) o;
+    IF deps IS NOT NULL THEN
+        RAISE EXCEPTION 'cannot update fencelock: other objects depend on view fencelock.stats'
+            USING ERRCODE = '2BP01',
+                  DETAIL = pg_catalog.format('The update to 0.4.0 replaces the view (it gains columns before stats_reset). Depending on it: %s.', deps),
+                  HINT = 'Drop those objects, update, and create them again.';
+    END IF;
+    SELECT c.relacl, c.relowner INTO view_acl, view_owner FROM pg_catalog.pg_class c
+     WHERE c.oid OPERATOR(pg_catalog.=) 'fencelock.stats'::pg_catalog.regclass;
+    SELECT p.proacl INTO fn_acl FROM pg_catalog.pg_proc p
+     WHERE p.oid OPERATOR(pg_catalog.=) 'fencelock.read_stats()'::pg_catalog.regprocedure;
+    DROP VIEW fencelock.stats;
+    DROP FUNCTION fencelock.read_stats();
+    CREATE FUNCTION fencelock.read_stats(
+        OUT grants pg_catalog.int8, OUT takeovers pg_catalog.int8, OUT reacquires pg_catalog.int8,
+        OUT busy pg_catalog.int8, OUT renewals pg_catalog.int8, OUT renewals_refused pg_catalog.int8,
+        OUT releases pg_catalog.int8, OUT releases_refused pg_catalog.int8,
+        OUT stale_rejected pg_catalog.int8, OUT unfenced_rejected pg_catalog.int8,
+        OUT waits pg_catalog.int8, OUT wait_time_ms pg_catalog.float8, OUT wait_timeouts pg_catalog.int8,
+        OUT revokes pg_catalog.int8, OUT shared_grants pg_catalog.int8,
+        OUT permit_grants pg_catalog.int8, OUT stats_reset pg_catalog.timestamptz)
+    RETURNS record
+    AS 'MODULE_PATHNAME', 'fencelock_stats'
+    LANGUAGE C VOLATILE;
+    CREATE VIEW fencelock.stats AS SELECT * FROM fencelock.read_stats();
+    SELECT c.relowner INTO new_owner FROM pg_catalog.pg_class c
+     WHERE c.oid OPERATOR(pg_catalog.=) 'fencelock.stats'::pg_catalog.regclass;
+    IF view_acl IS NULL THEN
+        GRANT SELECT ON fencelock.stats TO PUBLIC;
+    ELSE
+        FOR a IN SELECT e.grantee, e.privilege_type, e.is_grantable
+                   FROM pg_catalog.aclexplode(view_acl) e
+                  WHERE e.grantee OPERATOR(pg_catalog.<>) view_owner LOOP
+            EXECUTE pg_catalog.format('GRANT %s ON fencelock.stats TO %s%s', a.privilege_type,
+                CASE WHEN a.grantee OPERATOR(pg_catalog.=) 0 THEN 'PUBLIC'
+                     ELSE a.grantee::pg_catalog.regrole::pg_catalog.text END,
+                CASE WHEN a.is_grantable THEN ' WITH GRANT OPTION' ELSE '' END);
+        END LOOP;
+    END IF;
+    IF fn_acl IS NOT NULL THEN
+        REVOKE ALL ON FUNCTION fencelock.read_stats() FROM PUBLIC;
+        FOR a IN SELECT e.grantee, e.is_grantable FROM pg_catalog.aclexplode(fn_acl) e
+                  WHERE e.privilege_type OPERATOR(pg_catalog.=) 'EXECUTE' LOOP
+            EXECUTE pg_catalog.format('GRANT EXECUTE ON FUNCTION fencelock.read_stats() TO %s%s',
+                CASE WHEN a.grantee OPERATOR(pg_catalog.=) 0 THEN 'PUBLIC'
+                     ELSE a.grantee::pg_catalog.regrole::pg_catalog.text END,
+                CASE WHEN a.is_grantable THEN ' WITH GRANT OPTION' ELSE '' END);
+        END LOOP;
+    END IF;
+    -- The initial privileges (see acquire's above) are a fresh install's: the view read by
+    -- PUBLIC, the function with none of its own.
+    DELETE FROM pg_catalog.pg_init_privs i
+     WHERE i.classoid OPERATOR(pg_catalog.=) 'pg_catalog.pg_class'::pg_catalog.regclass
+       AND i.objoid OPERATOR(pg_catalog.=) 'fencelock.stats'::pg_catalog.regclass;
+    INSERT INTO pg_catalog.pg_init_privs (objoid, classoid, objsubid, privtype, initprivs)
+    VALUES ('fencelock.stats'::pg_catalog.regclass, 'pg_catalog.pg_class'::pg_catalog.regclass, 0,
+            'e', pg_catalog.array_append(pg_catalog.acldefault('r', new_owner),
+                                         pg_catalog.makeaclitem(0, new_owner, 'SELECT', false)));
+    DELETE FROM pg_catalog.pg_init_privs i
+     WHERE i.classoid OPERATOR(pg_catalog.=) 'pg_catalog.pg_proc'::pg_catalog.regclass
+       AND i.objoid OPERATOR(pg_catalog.=) 'fencelock.read_stats()'::pg_catalog.regprocedure;
+    -- The roles' shared dependencies on them (17 on, see acquire's above): the view keeps its
+    -- owner's only (none for a pinned owner, which has none recorded), the function none.
+    IF pg_catalog.current_setting('server_version_num')::pg_catalog.int4 OPERATOR(pg_catalog.>=) 170000 THEN
+        DELETE FROM pg_catalog.pg_shdepend s
+         WHERE s.dbid OPERATOR(pg_catalog.=) (SELECT d.oid FROM pg_catalog.pg_database d
+                                               WHERE d.datname OPERATOR(pg_catalog.=) pg_catalog.current_database())
+           AND s.deptype OPERATOR(pg_catalog.=) 'i'
+           AND ((s.classid OPERATOR(pg_catalog.=) 'pg_catalog.pg_proc'::pg_catalog.regclass
+                 AND s.objid OPERATOR(pg_catalog.=) 'fencelock.read_stats()'::pg_catalog.regprocedure)
+             OR (s.classid OPERATOR(pg_catalog.=) 'pg_catalog.pg_class'::pg_catalog.regclass
+                 AND s.objid OPERATOR(pg_catalog.=) 'fencelock.stats'::pg_catalog.regclass
+                 AND s.refobjid OPERATOR(pg_catalog.<>) new_owner));
+    END IF;
+END
+$fl$;

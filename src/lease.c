@@ -346,8 +346,9 @@ fencelock_release_grant(PG_FUNCTION_ARGS)
 
 /*
  * Only a member of the role that took the latest grant (or a superuser) may pin a lease row with
- * assert_fence (fl_lease_holder_member).  Checked before locking; a takeover by another role in
- * between changes the fence, and the assertion then fails.
+ * assert_fence (fl_lease_holder_member).  Checked before locking, and again on the row as locked
+ * (fl_locked_fence): a takeover by another role that committed in between may carry the very fence
+ * the caller passes.
  */
 pg_noreturn static void fl_refuse_assert(text *resource);
 
@@ -362,21 +363,23 @@ fl_refuse_assert(text *resource)
 }
 
 /*
- * A group's holders have roles of their own: the role of the holder with FENCE is checked once the
- * row is locked (leasegroup.c), and *group tells the caller so.
+ * Share-lock RESOURCE's row and read its latest fence and the role of its latest grant (*holder,
+ * *holder_null when unknown) as locked.  The role is checked twice: here, from the statement's
+ * snapshot, so that no other role pins the row; and by the caller, from the row as locked, since a
+ * grant that committed while this waited for the lock was taken by a role of its own.  A group's
+ * holders have roles of their own: the role of the holder with the fence is checked once the row
+ * is locked (leasegroup.c), and *group tells the caller so.
  */
 static bool
-fl_locked_fence(text *resource, int64 *fence, bool *group)
+fl_locked_fence(text *resource, int64 *fence, NameData *holder, bool *holder_null, bool *group)
 {
 	bool found;
-	char *holder = fl_lease_holder(resource, &found, group);
-	NameData locked_holder;
-	bool holder_null;
+	char *seen = fl_lease_holder(resource, &found, group);
 
 	/* No row, nothing to pin: the assertion fails on its own. */
-	if (found && !*group && !fl_lease_holder_member(GetUserId(), holder))
+	if (found && !*group && !fl_lease_holder_member(GetUserId(), seen))
 		fl_refuse_assert(resource);
-	fl_lease_lock(resource, &found, fence, &locked_holder, &holder_null, group);
+	fl_lease_lock(resource, &found, fence, holder, holder_null, group);
 	return found;
 }
 
@@ -400,9 +403,11 @@ fencelock_assert_fence(PG_FUNCTION_ARGS)
 	bool found;
 	bool group;
 	NameData holder;
+	NameData latest_holder;
+	bool latest_null;
 
 	fl_check_resource(resource);
-	found = fl_locked_fence(resource, &current, &group);
+	found = fl_locked_fence(resource, &current, &latest_holder, &latest_null, &group);
 
 	if (group && fl_group_fence_holder(resource, fence, &holder))
 	{
@@ -413,6 +418,8 @@ fencelock_assert_fence(PG_FUNCTION_ARGS)
 	}
 	if (found && fence == current && !group)
 	{
+		if (!fl_lease_holder_member(GetUserId(), latest_null ? NULL : NameStr(latest_holder)))
+			fl_refuse_assert(resource);
 		fl_note_shown_fence(resource, fence); /* leasebound.c: DELETE may follow */
 		PG_RETURN_VOID();
 	}
@@ -513,8 +520,7 @@ fencelock_set_value(PG_FUNCTION_ARGS)
 		PG_RETURN_BOOL(true);
 	}
 	/* A share's or permit's value is its holder's own (leasegroup.c). */
-	if (!fl_group_holds(resource, owner, &fence, &permit, &slot) ||
-		!fl_group_value_set(resource, fence, value))
+	if (!fl_group_value_set(resource, owner, value, &fence, &permit, &slot))
 		PG_RETURN_BOOL(false);
 	if (fencelock_notify)
 		fl_notify_holder("value_set", resource, fence, NameStr(*fl_holder_name()), value,

@@ -12,16 +12,18 @@
  * exclusive grant's fence is above every fence issued before it, shared or not.
  *
  * The holders are rows of fencelock.lease_holder, one per owner, belonging to the current group:
- * the grant that starts a group deletes the resource's old ones.  Every change to a resource's
- * holder rows is made while its lease row is locked (FOR NO KEY UPDATE, or by the UPDATE of that
- * row), so holder rows change one transaction at a time per resource, and a grant that counts
- * the live holders sees every committed change.  A holder occupies its share or slot while its
- * deadline plus its lock_delay has not passed and its session (if bound) lives; it may renew and
- * release while it is in the current group and its deadline has not passed, and write (a
- * lease-bound write with its fence, assert_fence) while it is in the current group: as an
- * exclusive holder's fence stays valid past its deadline until a new grant supersedes it, an
- * expired holder's does until its release, its slot's reuse or the group's end.  Each attempt runs in a subtransaction that is rolled back unless it
- * changed something, so a busy or refused call keeps no row lock.
+ * the grant that starts a group deletes the resource's old ones.  Every change to a current
+ * group's holder rows is made while its lease row is locked: FOR NO KEY UPDATE (or the UPDATE of
+ * that row) by grants, renewals, releases and a session's end, FOR SHARE by set_value, which
+ * changes one holder's value alone.  So a grant, which counts the live holders, sees every
+ * committed change, and the exit sweep never meets a locked holder row.  A holder occupies its
+ * share or slot while its deadline plus its lock_delay has not passed and its session (if bound)
+ * lives; it may renew and release while it is in the current group and its deadline has not passed,
+ * and write (a lease-bound write with its fence, assert_fence) while it is in the current group: as
+ * an exclusive holder's fence stays valid past its deadline until a new grant supersedes it, an
+ * expired holder's does until its release, its slot's reuse or the group's end.  Each attempt
+ * runs in a subtransaction that is rolled back unless it changed something, so a busy or refused
+ * call keeps no row lock.
  *
  * The statements run as the extension's owner (asowner.c), every name and operator qualified.
  */
@@ -163,6 +165,13 @@ static FlStmt group_lock_held = {
 	1,
 	{TEXTOID}};
 
+/* $1 resource: the row share-locked, if a group holds it (set_value: as a lease-bound write) */
+static FlStmt group_share_held = {
+	"SELECT FROM fencelock.lease AS l WHERE l.resource OPERATOR(pg_catalog.=) $1 "
+	" AND l.owner OPERATOR(pg_catalog.=) '' FOR SHARE OF l",
+	1,
+	{TEXTOID}};
+
 /*
  * Renew and release of a holder: $1 resource, $2 owner, $3 now, $4 new deadline, $5 the grant's
  * fence or NULL (as leasetable.c's SQL_NAMED_GRANT).
@@ -217,23 +226,33 @@ static FlStmt forget_orphans = {
 	{InvalidOid}};
 
 /*
- * A session's end ($1 the resources it bound, $2 its id, $3 its end): its holders, of groups no
- * other transaction has locked, released; each group's deadline recomputed without them, and a
- * group left without holders released.  Returns each holder's resource, fence, holder.
+ * A session's end, in two statements.  First ($1 the resources it bound): the rows of the groups
+ * among them that no other transaction has locked, locked, as a text[] (NULL: none).  Then, with a
+ * snapshot taken after that lock ($1 those resources, $2 the session's id, $3 its end): its holders
+ * in them released; each group's deadline recomputed without them, and a group left without
+ * holders released.  Returns each holder's resource, fence, holder.  (Read with the first
+ * statement's snapshot, a share granted and committed between that snapshot and the lock would be
+ * missed, and its group released under it.)
  */
-static FlStmt session_end = {
-	"WITH g AS (SELECT l.resource FROM fencelock.lease AS l "
+static FlStmt session_groups = {
+	"SELECT pg_catalog.array_agg(g.resource) FROM (SELECT l.resource FROM fencelock.lease AS l "
 	"  WHERE l.resource OPERATOR(pg_catalog.=) ANY ($1) AND l.owner OPERATOR(pg_catalog.=) '' "
-	"  FOR NO KEY UPDATE OF l SKIP LOCKED), "
-	" gone AS (DELETE FROM fencelock.lease_holder AS h USING g "
-	"  WHERE h.resource OPERATOR(pg_catalog.=) g.resource "
+	"  FOR NO KEY UPDATE OF l SKIP LOCKED) AS g",
+	1,
+	{TEXTARRAYOID}};
+
+static FlStmt session_end = {
+	"WITH gone AS (DELETE FROM fencelock.lease_holder AS h "
+	"  WHERE h.resource OPERATOR(pg_catalog.=) ANY ($1) "
 	"   AND h.session_id OPERATOR(pg_catalog.=) $2 RETURNING h.resource, h.fence, h.holder), "
 	" m AS (SELECT g.resource, (SELECT pg_catalog.max(" SQL_H_UNTIL ") "
 	"   FROM fencelock.lease_holder AS h WHERE h.resource OPERATOR(pg_catalog.=) g.resource "
-	"    AND h.session_id IS DISTINCT FROM $2 AND " SQL_H_OCCUPIES ") AS until FROM g AS g), "
+	"    AND h.session_id IS DISTINCT FROM $2 AND " SQL_H_OCCUPIES ") AS until "
+	"   FROM pg_catalog.unnest($1) AS g(resource)), "
 	" up AS (UPDATE fencelock.lease AS l SET "
 	"  owner = CASE WHEN m.until IS NULL THEN NULL ELSE '' END, expires_at = COALESCE(m.until, $3) "
 	"  FROM m WHERE l.resource OPERATOR(pg_catalog.=) m.resource "
+	"   AND l.owner OPERATOR(pg_catalog.=) '' "
 	"   AND EXISTS (SELECT FROM gone AS x WHERE x.resource OPERATOR(pg_catalog.=) m.resource)) "
 	"SELECT x.resource, x.fence, x.holder FROM gone AS x",
 	3,
@@ -590,7 +609,7 @@ fl_group_owner_change(text *resource, text *owner, const int64 *grant, Timestamp
 
 /*
  * Whether OWNER holds a live share or permit of RESOURCE, and its fence, whether it is a permit,
- * and its slot (set_value).
+ * and its slot, as the statement's snapshot shows it (wait.c: whether OWNER waits for itself).
  */
 bool
 fl_group_holds(text *resource, text *owner, int64 *fence, bool *permit, int *slot)
@@ -621,20 +640,56 @@ fl_group_holds(text *resource, text *owner, int64 *fence, bool *permit, int *slo
 	return holds;
 }
 
-/* The value of the holder with FENCE (NULL clears it); false when it has gone. */
+/*
+ * Set the value of OWNER's live share or permit of RESOURCE (NULL clears it), with its fence,
+ * whether it is a permit, and its slot; false when OWNER holds none.  The holder row changes under
+ * a lock on the lease row, as every holder row of a current group does: a share lock, which
+ * conflicts with grants, renewals, releases and the exit sweep (which skips a locked group, so it
+ * never waits for the holder row), but not with the other holders' writes and values.  Looked up
+ * first without a lock, so that a caller that holds nothing waits for nobody; a refused call keeps
+ * no lock.
+ */
 bool
-fl_group_value_set(text *resource, int64 fence, Jsonb *value)
+fl_group_value_set(text *resource, text *owner, Jsonb *value, int64 *fence, bool *permit, int *slot)
 {
 	Datum values[3];
 	char nulls[3] = {' ', ' ', value != NULL ? ' ' : 'n'};
+	FlSubxact x;
 	FlSession s;
-	bool done;
+	volatile bool done = false;
 
-	values[0] = PointerGetDatum(resource);
-	values[1] = Int64GetDatum(fence);
-	values[2] = PointerGetDatum(value);
+	if (!fl_group_holds(resource, owner, fence, permit, slot))
+		return false;
 	fl_begin(&s);
-	done = fl_run(&holder_value, values, nulls, false) == 1;
+	fl_subxact_begin(&x);
+	PG_TRY();
+	{
+		values[0] = PointerGetDatum(resource);
+		values[1] = PointerGetDatum(owner);
+		values[2] = TimestampTzGetDatum(GetCurrentTimestamp());
+		if (fl_run(&group_share_held, values, NULL, false) == 1 &&
+			fl_run(&holder_holds, values, NULL, false) == 1)
+		{
+			bool isnull;
+			Datum d;
+
+			*fence = fl_get_int64(0, 1, &isnull);
+			*permit = DatumGetBool(
+				SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 2, &isnull));
+			d = SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 3, &isnull);
+			*slot = isnull ? 0 : DatumGetInt32(d);
+			values[1] = Int64GetDatum(*fence);
+			values[2] = PointerGetDatum(value);
+			done = fl_run(&holder_value, values, nulls, false) == 1;
+		}
+	}
+	PG_CATCH();
+	{
+		fl_subxact_end(&x, false);
+		PG_RE_THROW();
+	}
+	PG_END_TRY();
+	fl_subxact_end(&x, done);
 	fl_end(&s);
 	return done;
 }
@@ -704,17 +759,26 @@ fl_group_forget_orphans(void)
 
 /*
  * The session SESSION ended at NOW: release its holders of RESOURCES (a text[]) in groups no other
- * transaction has locked.  Runs inside the caller's fl_begin; returns the number of holders, which
+ * transaction has locked.  Runs inside the caller's fl_begin, in READ COMMITTED (session.c's exit
+ * transaction); returns the number of holders, which
  * SPI_tuptable holds until fl_end (resource, fence, holder).
  */
 uint64
 fl_group_end_session(Datum resources, int64 session, TimestampTz now)
 {
 	Datum values[3];
+	bool isnull;
 
+	/* The second statement's snapshot must be taken after the first's lock. */
+	Assert(!IsolationUsesXactSnapshot());
 	if (!groups_exist())
 		return 0;
 	values[0] = resources;
+	if (fl_run(&session_groups, values, NULL, false) != 1)
+		return 0;
+	values[0] = SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1, &isnull);
+	if (isnull)
+		return 0;
 	values[1] = Int64GetDatum(session);
 	values[2] = TimestampTzGetDatum(now);
 	return fl_run(&session_end, values, NULL, false);

@@ -27,7 +27,8 @@ extern void fl_group_grant(text *resource, text *owner, const FlGroupCall *c, Fl
 extern int64 fl_group_owner_change(text *resource, text *owner, const int64 *grant, TimestampTz now,
 								   TimestampTz expires, bool release, int *slot);
 extern bool fl_group_holds(text *resource, text *owner, int64 *fence, bool *permit, int *slot);
-extern bool fl_group_value_set(text *resource, int64 fence, Jsonb *value);
+extern bool fl_group_value_set(text *resource, text *owner, Jsonb *value, int64 *fence,
+							   bool *permit, int *slot);
 extern bool fl_group_fence_holder(text *resource, int64 fence, NameData *holder);
 
 /* The ends of groups: revoke, raise_fences and purge (ORPHANS: rows of groups that ended) */

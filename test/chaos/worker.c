@@ -267,6 +267,31 @@ write_step(Worker *w, const char *sql, int nparams, const char *const *params, c
 }
 
 /*
+ * Commit the write transaction; WRITE_ACCEPTED, logged with TAG, once the commit is acknowledged
+ * (the database must keep it), else WRITE_STALE (a deferred fence check refused it) or
+ * WRITE_FAILED.
+ */
+static WriteOutcome
+commit_write(Worker *w, char tag, const char *resource, long long fence)
+{
+	PGresult *res = PQexec(w->conn, "COMMIT");
+	WriteOutcome outcome = WRITE_FAILED;
+
+	if (PQresultStatus(res) != PGRES_COMMAND_OK || strcmp(PQcmdStatus(res), "COMMIT") != 0)
+	{
+		if (strcmp(result_sqlstate(res), SQLSTATE_STALE_FENCE) == 0)
+			outcome = WRITE_STALE;
+		else
+			worker_error(w, "COMMIT", res);
+		PQclear(res);
+		return outcome;
+	}
+	PQclear(res);
+	fprintf(w->log, "%c\t%s\t%lld\t%s\t%ld\n", tag, resource, fence, w->owner, w->seq);
+	return WRITE_ACCEPTED;
+}
+
+/*
  * BEGIN; fenced UPDATE of the business row; INSERT into history; COMMIT.  UPD and HIST name the
  * per-row table (log tag A) or the lease-bound one (L).
  */
@@ -279,7 +304,6 @@ write_fenced(Worker *w, const char *resource, int64_t fence, const char *upd_sql
 	const char *upd[3];
 	const char *hist[4];
 	WriteOutcome outcome = WRITE_FAILED;
-	PGresult *res;
 
 	w->seq++;
 	snprintf(fence_text, sizeof(fence_text), "%lld", (long long) fence);
@@ -296,21 +320,7 @@ write_fenced(Worker *w, const char *resource, int64_t fence, const char *upd_sql
 		!write_step(w, upd_sql, 3, upd, "fenced UPDATE", &outcome) ||
 		!write_step(w, hist_sql, 4, hist, "history INSERT", &outcome))
 		return outcome;
-
-	res = PQexec(w->conn, "COMMIT");
-	if (PQresultStatus(res) != PGRES_COMMAND_OK || strcmp(PQcmdStatus(res), "COMMIT") != 0)
-	{
-		if (strcmp(result_sqlstate(res), SQLSTATE_STALE_FENCE) == 0)
-			outcome = WRITE_STALE;
-		else
-			worker_error(w, "COMMIT", res);
-		PQclear(res);
-		return outcome;
-	}
-	PQclear(res);
-	/* Acknowledged: the database must keep this write. */
-	fprintf(w->log, "%c\t%s\t%lld\t%s\t%ld\n", tag, resource, (long long) fence, w->owner, w->seq);
-	return WRITE_ACCEPTED;
+	return commit_write(w, tag, resource, (long long) fence);
 }
 
 /* Read both sets (before the handshake); false on error.  Each gets a malloc'd text[] literal. */
@@ -399,6 +409,28 @@ release(Worker *w, const char *resource, int64_t fence)
 	PQclear(res);
 }
 
+/*
+ * Whether an acquire's FENCE is a grant (counted); else back off: briefly after an error (-1),
+ * after a busy answer (0) for a random time up to a tenth of the TTL.
+ */
+static bool
+granted_or_back_off(Worker *w, int64_t fence, int64_t ttl_us)
+{
+	if (fence < 0)
+	{
+		sleep_us(10000);
+		return false;
+	}
+	if (fence == 0)
+	{
+		w->st.busy++;
+		sleep_us(rng_range(&w->rng, 1000, ttl_us / 10 > 2000 ? ttl_us / 10 : 2000));
+		return false;
+	}
+	w->st.grants++;
+	return true;
+}
+
 /* One round: acquire a random resource; if granted, write under the fence and release. */
 static void
 one_round(Worker *w)
@@ -420,21 +452,10 @@ one_round(Worker *w)
 	resource_name(resource, sizeof(resource), (int) rng_range(&w->rng, 0, opt->resources - 1));
 	w->st.attempts++;
 	fence = acquire(w, resource, pre, post);
-	if (fence < 0)
-	{
-		sleep_us(10000);
+	if (!granted_or_back_off(w, fence, ttl_us))
 		return;
-	}
-	if (fence == 0)
-	{
-		/* Busy: back off briefly, up to a tenth of the TTL. */
-		w->st.busy++;
-		sleep_us(rng_range(&w->rng, 1000, ttl_us / 10 > 2000 ? ttl_us / 10 : 2000));
-		return;
-	}
 	/* Local time after the answer: the server granted the lease no later than this. */
 	granted_at = now_us();
-	w->st.grants++;
 	fprintf(w->log, "G\t%s\t%lld\t%s\t%s\t%s\t%d\texclusive\t\\N\n", resource, (long long) fence,
 			w->owner, pre, post, opt->ttl_ms);
 
@@ -503,7 +524,6 @@ write_group(Worker *w, const char *resource, int64_t fence, const char *mode, co
 	char seq_text[24];
 	const char *params[7];
 	WriteOutcome outcome = WRITE_FAILED;
-	PGresult *res;
 
 	w->seq++;
 	snprintf(fence_text, sizeof(fence_text), "%lld", (long long) fence);
@@ -520,19 +540,7 @@ write_group(Worker *w, const char *resource, int64_t fence, const char *mode, co
 		!write_step(w, SQL_GROUP_WRITE, 5, params, "lease-bound INSERT", &outcome) ||
 		!write_step(w, SQL_GROUP_HISTORY, 7, params, "history INSERT", &outcome))
 		return outcome;
-	res = PQexec(w->conn, "COMMIT");
-	if (PQresultStatus(res) != PGRES_COMMAND_OK || strcmp(PQcmdStatus(res), "COMMIT") != 0)
-	{
-		if (strcmp(result_sqlstate(res), SQLSTATE_STALE_FENCE) == 0)
-			outcome = WRITE_STALE;
-		else
-			worker_error(w, "COMMIT", res);
-		PQclear(res);
-		return outcome;
-	}
-	PQclear(res);
-	fprintf(w->log, "W\t%s\t%lld\t%s\t%ld\n", resource, (long long) fence, w->owner, w->seq);
-	return WRITE_ACCEPTED;
+	return commit_write(w, 'W', resource, (long long) fence);
 }
 
 /*
@@ -626,19 +634,9 @@ group_round(Worker *w)
 
 	w->st.attempts++;
 	fence = acquire_call(w, sql, sql == SQL_ACQUIRE_PERMIT ? 5 : 4, params, pre, post);
-	if (fence < 0)
-	{
-		sleep_us(10000);
+	if (!granted_or_back_off(w, fence, ttl_us))
 		return;
-	}
-	if (fence == 0)
-	{
-		w->st.busy++;
-		sleep_us(rng_range(&w->rng, 1000, ttl_us / 10 > 2000 ? ttl_us / 10 : 2000));
-		return;
-	}
 	granted_at = now_us();
-	w->st.grants++;
 	if (reader)
 		w->st.reader_grants++;
 	if (!read_live_from(w, resource, fence, live_from, slot, sizeof(slot)))

@@ -12,9 +12,11 @@ use IPC::Run;
 use PostgreSQL::Test::Cluster;
 use PostgreSQL::Test::Utils;
 use Test::More;
+use Time::HiRes qw(usleep);
 
 our @EXPORT =
-  qw(fl_node fl_error fl_lease_digest fl_no_crash fl_parse_rows fl_client fl_background fl_colliding_name);
+  qw(fl_node fl_error fl_lease_digest fl_no_crash fl_parse_rows fl_client fl_background fl_colliding_name
+  fl_wait_for);
 
 # fl_node(NAME, init => {...}, conf => "extra lines", start => 0, create => 0)
 sub fl_node
@@ -89,6 +91,21 @@ sub fl_background
 		[ 'psql', '-X', '-A', '-t', '-q', '-d', $node->connstr('postgres'), map { ('-c', $_) } @sql ],
 		'<', \undef, '>', \$out, '2>', \$err);
 	return { h => $h, out => \$out, err => \$err, name => $name };
+}
+
+# fl_wait_for(NODE, SQL, WANT, SECS): run SQL on NODE's postgres database every 50 ms, up to SECS
+# seconds (default timeout_default), until it returns WANT; returns the last value.
+sub fl_wait_for
+{
+	my ($node, $sql, $want, $secs) = @_;
+	my $got = '';
+	for (my $t = 0; $t < ($secs // $PostgreSQL::Test::Utils::timeout_default) * 20; $t++)
+	{
+		$got = $node->safe_psql('postgres', $sql);
+		return $got if $got eq $want;
+		usleep(50_000);
+	}
+	return $got;
 }
 
 # fl_client(CONNSTR): a psql session kept open on any connection string (a node, or a pooler in

@@ -19,18 +19,7 @@ my $node = fl_node('session',
 my $timeout = $PostgreSQL::Test::Utils::timeout_default;
 
 # Poll until SQL returns the expected value (or the test's timeout); returns the last value.
-sub wait_for
-{
-	my ($sql, $want) = @_;
-	my $got = '';
-	for (my $t = 0; $t < $timeout * 10; $t++)
-	{
-		$got = $node->safe_psql('postgres', $sql);
-		return $got if $got eq $want;
-		usleep(100_000);
-	}
-	return $got;
-}
+sub wait_for { return fl_wait_for($node, @_); }
 
 sub backend_of
 {

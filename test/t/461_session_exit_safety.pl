@@ -33,18 +33,7 @@ my $node = fl_node('exit_safety',
 	conf => "fencelock.history = on\nfencelock.notify = on\nmax_prepared_transactions = 2\n");
 
 # Poll (every 50 ms, up to $secs seconds) until SQL returns $want; returns the last value.
-sub wait_for
-{
-	my ($sql, $want, $secs) = @_;
-	my $got = '';
-	for (my $t = 0; $t < ($secs // $PostgreSQL::Test::Utils::timeout_default) * 20; $t++)
-	{
-		$got = $node->safe_psql('postgres', $sql);
-		return $got if $got eq $want;
-		usleep(50_000);
-	}
-	return $got;
-}
+sub wait_for { return fl_wait_for($node, @_); }
 
 # The pid of the backend of application $app once it sleeps in pg_sleep.
 sub sleeping_backend

@@ -20,18 +20,7 @@ use Time::HiRes qw(time usleep);
 my $delay = 3;    # seconds of lock_delay
 my $node = fl_node('lock_delay', conf => "fencelock.history = on\n");
 
-sub wait_for
-{
-	my ($sql, $want) = @_;
-	my $got = '';
-	for (my $t = 0; $t < $PostgreSQL::Test::Utils::timeout_default * 20; $t++)
-	{
-		$got = $node->safe_psql('postgres', $sql);
-		return $got if $got eq $want;
-		usleep(50_000);
-	}
-	return $got;
-}
+sub wait_for { return fl_wait_for($node, @_); }
 
 # A session-bound lease on $res, granted with lock_delay, held by a backend in pg_sleep.
 sub hold

@@ -15,18 +15,7 @@ use Time::HiRes qw(usleep);
 my $node = fl_node('sessionholders', conf => "fencelock.history = on\n");
 my $timeout = $PostgreSQL::Test::Utils::timeout_default;
 
-sub wait_for
-{
-	my ($sql, $want) = @_;
-	my $got = '';
-	for (my $t = 0; $t < $timeout * 10; $t++)
-	{
-		$got = $node->safe_psql('postgres', $sql);
-		return $got if $got eq $want;
-		usleep(100_000);
-	}
-	return $got;
-}
+sub wait_for { return fl_wait_for($node, @_); }
 
 $node->safe_psql('postgres',
 	q{SELECT fencelock.acquire_permit('sh:api', 'other', '5 minutes', 2)});
@@ -60,5 +49,33 @@ is($node->safe_psql('postgres', q{SELECT string_agg(resource || ' ' || owner || 
 is($node->safe_psql('postgres', q{SELECT string_agg(resource || ' ' || owner || ' ' || ended_how,
 	', ' ORDER BY resource, owner) FROM fencelock.history WHERE owner IN ('reader', 'mine')}),
 	'sh:api mine released, sh:cfg reader released', 'history: both ended, released');
+
+# A session's exit never waits for another transaction (issue 27, a review finding): set_value on
+# a share changes its holder row under the lease row's lock, which the exit sweep skips, rather
+# than the holder row alone, on which the sweep's DELETE would wait.  The session-bound holder is
+# terminated while another session's set_value on it is uncommitted: the backend exits at once,
+# its holder left to the liveness rule (it occupies nothing: its session has ended).
+my $bound = fl_background($node, 'bound',
+	q{SELECT fencelock.acquire_shared('sh:val', 'v', '5 minutes', session => true)},
+	q{SELECT pg_sleep(300)});
+is(wait_for(q{SELECT count(*) FROM pg_stat_activity WHERE application_name = 'bound'
+              AND wait_event = 'PgSleep'}, '1'), '1', 'a session-bound share is held');
+my $bound_pid = $node->safe_psql('postgres',
+	q{SELECT pid FROM pg_stat_activity WHERE application_name = 'bound'});
+my $valuer = fl_background($node, 'valuer', 'BEGIN',
+	q{SELECT fencelock.set_value('sh:val', 'v', '{"step": 1}')}, q{SELECT pg_sleep(300)});
+is(wait_for(q{SELECT count(*) FROM pg_stat_activity WHERE application_name = 'valuer'
+              AND wait_event = 'PgSleep'}, '1'), '1', 'set_value on it is uncommitted');
+$node->safe_psql('postgres', "SELECT pg_terminate_backend($bound_pid)");
+is(wait_for("SELECT count(*) FROM pg_stat_activity WHERE pid = $bound_pid", '0'), '0',
+	'the terminated session exits while set_value on its share is uncommitted');
+$bound->{h}->finish;
+is($node->safe_psql('postgres', q{SELECT string_agg(owner || ' ' || state, ', ')
+	FROM fencelock.lease_holders WHERE resource = 'sh:val'}), 'v expired',
+	'its share is held no more: the sweep skipped the locked group, the liveness rule ends it');
+$node->safe_psql('postgres', q{SELECT pg_terminate_backend(pid) FROM pg_stat_activity
+	WHERE application_name = 'valuer'});
+$valuer->{h}->finish;
+like(${ $valuer->{out} }, qr/\At\n/, 'the set_value that held the group was accepted');
 
 done_testing();
