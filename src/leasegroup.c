@@ -760,8 +760,8 @@ fl_group_forget_orphans(void)
 /*
  * The session SESSION ended at NOW: release its holders of RESOURCES (a text[]) in groups no other
  * transaction has locked.  Runs inside the caller's fl_begin, in READ COMMITTED (session.c's exit
- * transaction); returns the number of holders, which
- * SPI_tuptable holds until fl_end (resource, fence, holder).
+ * transaction); returns the number of holders, which SPI_tuptable holds until fl_end (resource,
+ * fence, holder).
  */
 uint64
 fl_group_end_session(Datum resources, int64 session, TimestampTz now)
