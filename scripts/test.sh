@@ -112,7 +112,12 @@ for m in "${majors[@]}"; do
 	[ $((SECONDS - t)) -lt 5 ] || echo "== pg $m provided in $(fl_dur $((SECONDS - t)))"
 done
 
-# TAP tests of all majors (and of other runs on this machine) reserve ports in one place.
+# TAP tests of the majors on this machine (and of other runs on it) reserve ports in one place.  A
+# major in a root gets a directory of its own (run_major_root): a reservation names a PID of its
+# own PID namespace, and its root's postgres user may have another uid, so a file it left could
+# not even be opened here ("Permission denied" when a host test picked the same port).  Ports in
+# use are still seen by every namespace (they share the network): PostgreSQL::Test::Cluster
+# binds a candidate port before it reserves it.
 export PG_TEST_PORT_DIR=/tmp/fencelock-portlock
 mkdir -p "$PG_TEST_PORT_DIR"
 chmod 1777 "$PG_TEST_PORT_DIR" 2>/dev/null || true
@@ -302,7 +307,9 @@ run_major_root() {
 	git ls-files -z --cached --others --exclude-standard | xargs -0 cp -d --parents -t "$dir/src" ||
 		{ rm -rf "$dir/src" && cp -a . "$dir/src" && rm -f "$dir/src/.fl-built-for"; }
 	echo "== pg $major: inside $rootdir (Debian's postgresql-$major)"
-	FL_ROOT_PIDFILE=$dir/ns.pid fl_root_exec "$rootdir" "$dir:/tmp/fl" "$PG_TEST_PORT_DIR:$PG_TEST_PORT_DIR" -- \
+	local portdir=$PG_TEST_PORT_DIR/root-$major
+	mkdir -p "$portdir" && chmod 1777 "$portdir"
+	FL_ROOT_PIDFILE=$dir/ns.pid fl_root_exec "$rootdir" "$dir:/tmp/fl" "$portdir:$PG_TEST_PORT_DIR" -- \
 		env PG_BIN="/usr/lib/postgresql/$major/bin" FENCELOCK_TEST_PORT="$port" \
 		FENCELOCK_WORK_PARENT=/tmp/fl FENCELOCK_INNER_OUT=/tmp/fl PG_TEST_PORT_DIR="$PG_TEST_PORT_DIR" \
 		${FENCELOCK_PROVE_JOBS:+FENCELOCK_PROVE_JOBS=$FENCELOCK_PROVE_JOBS} ${KEEP:+KEEP=1} \
