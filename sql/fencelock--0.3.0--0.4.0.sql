@@ -132,6 +132,36 @@ RETURNS pg_catalog.void
 AS 'MODULE_PATHNAME', 'fencelock_resource_stats_reset'
 LANGUAGE C VOLATILE;
 REVOKE EXECUTE ON FUNCTION fencelock.resource_stats_reset() FROM PUBLIC;
+-- == a fence trigger fires for every row (issue 35, defect 4) ==
+-- A fence trigger with an UPDATE OF list or a WHEN condition skips rows, and a stale holder's write
+-- it skips commits unchecked.  0.4.0 refuses one at CREATE TRIGGER and at each firing; one that
+-- exists already might never fire (its WHEN skipping exactly the stale writes), so the update
+-- refuses to run while one exists, naming them all (a partition's clone with its parent's).
+DO $fl$
+DECLARE
+    found pg_catalog.text;
+BEGIN
+    SELECT pg_catalog.string_agg(pg_catalog.format('%I on %s', t.tgname, t.tgrelid::pg_catalog.regclass),
+                                 ', ' ORDER BY t.tgrelid::pg_catalog.regclass::pg_catalog.text, t.tgname)
+      INTO found
+      FROM pg_catalog.pg_trigger t
+      JOIN pg_catalog.pg_proc p ON p.oid OPERATOR(pg_catalog.=) t.tgfoid
+      JOIN pg_catalog.pg_language lang ON lang.oid OPERATOR(pg_catalog.=) p.prolang
+     WHERE lang.lanname OPERATOR(pg_catalog.=) 'c'
+       AND p.prosrc OPERATOR(pg_catalog.=) 'fencelock_fence_trigger'
+       AND t.tgparentid OPERATOR(pg_catalog.=) 0
+       AND (t.tgqual IS NOT NULL OR t.tgattr::pg_catalog.text OPERATOR(pg_catalog.<>) '');
+    IF found IS NOT NULL THEN
+        RAISE EXCEPTION 'cannot update fencelock while fence triggers have a column list (UPDATE OF) or a WHEN condition: %', found
+            USING ERRCODE = 'trigger_protocol_violated',
+                  DETAIL = 'A fence trigger must fire for every row it is for: a stale write it '
+                           'skipped would commit unchecked.  fencelock 0.4.0 refuses such a '
+                           'trigger when it is created and when it fires.',
+                  HINT = 'Drop each and create it again without UPDATE OF and WHEN, then update '
+                         'the extension.';
+    END IF;
+END
+$fl$;
 -- == acquire(resource, owner, ttl, session => true) without wait (issue 24) ==
 -- One function for every form of acquire: wait defaults to '0' (one try), session to false; an
 -- explicit NULL for either is still an error (22004), as before.  No

@@ -183,13 +183,31 @@ fl_arg_ttl(FunctionCallInfo fcinfo, int argno)
 }
 
 /*
- * A lease's value (acquire's value, set_value's): jsonb, or NULL when it is NULL or the
- * function, as an older version installed it, has no such argument.
+ * A lease's value (acquire's, acquire_shared's, acquire_permit's value, set_value's): jsonb, or
+ * NULL when it is NULL or the function, as an older version installed it, has no such argument.
+ * Every value stored comes through here, before anything is granted or written: at most
+ * fencelock.max_value_bytes as jsonb, uncompressed, or 54000 (issue 35: every reader of leases
+ * and lease_holders fetches the values, and an ordinary role stored 16 MB per lease and share).
  */
 Jsonb *
 fl_arg_value(FunctionCallInfo fcinfo, int argno)
 {
+	Jsonb *value;
+	Size size;
+
 	if (PG_NARGS() <= argno || PG_ARGISNULL(argno))
 		return NULL;
-	return PG_GETARG_JSONB_P(argno);
+	value = PG_GETARG_JSONB_P(argno);
+	size = VARSIZE(value);
+	if (size > (Size) fencelock_max_value_bytes)
+		ereport(ERROR,
+				(errcode(ERRCODE_PROGRAM_LIMIT_EXCEEDED),
+				 errmsg("lease value is longer than fencelock.max_value_bytes"),
+				 errdetail("The value takes %zu bytes as jsonb, uncompressed; the limit is %d "
+						   "bytes.  Nothing was granted or changed.",
+						   size, fencelock_max_value_bytes),
+				 errhint("Keep a small value, such as an address or a progress mark, and the rest "
+						 "in a table of your own; a superuser may raise "
+						 "fencelock.max_value_bytes.")));
+	return value;
 }

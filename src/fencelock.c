@@ -18,6 +18,7 @@
 #include "shmem.h"
 #include "utils/elog.h"
 #include "utils/guc.h"
+#include "utils/memutils.h"
 
 FL_MODULE_MAGIC;
 
@@ -35,6 +36,7 @@ int fencelock_max_tables = 1000;
 int fencelock_max_resources = 5000;
 int fencelock_max_waiters = 0;
 bool fencelock_direct_path = true;
+int fencelock_max_value_bytes = 8192;
 
 /*
  * fencelock.max_waiters: a cap an ordinary role may only tighten.  The server's value (set in
@@ -130,6 +132,12 @@ _PG_init(void)
 		"A waiting acquire that would exceed it returns NULL at once.  Ordinary "
 		"roles may only lower the server's value.",
 		&fencelock_max_waiters, 0, 0, INT_MAX, PGC_USERSET, 0, check_max_waiters, NULL, NULL);
+	DefineCustomIntVariable(
+		"fencelock.max_value_bytes", "Largest value a lease, share or permit may carry.",
+		"A longer value given to acquire, acquire_shared, acquire_permit or set_value is refused; "
+		"every reader of fencelock.leases and fencelock.lease_holders fetches the values.",
+		&fencelock_max_value_bytes, 8192, 64, MaxAllocSize, PGC_SUSET, GUC_UNIT_BYTE, NULL, NULL,
+		NULL);
 	DefineCustomEnumVariable(
 		"fencelock.log_level",
 		"Server log level for takeovers and rejected stale or unfenced writes.", NULL,
@@ -149,7 +157,8 @@ _PG_init(void)
 		DefineCustomIntVariable(
 			"fencelock.max_resources",
 			"How many resources get their own row in fencelock.resource_stats (0: none).",
-			"When full, the role with the most rows gives up its least recently used ones.",
+			"When full, the role that brings a new name gives up its own least recently used rows; "
+			"a role with none takes from the role with the most rows, down to its fair share.",
 			&fencelock_max_resources, 5000, 0, 1000000, PGC_POSTMASTER, 0, NULL, NULL, NULL);
 	}
 

@@ -13,8 +13,9 @@
  *
  *   CREATE TABLE, CREATE FOREIGN TABLE (also in CREATE SCHEMA)  the new table against its parents
  *   ALTER [FOREIGN] TABLE ... INHERIT                            the table against its parents
- *   CREATE TRIGGER with fence_trigger                            the table's children against it
- *   CREATE OR REPLACE TRIGGER                                    also the table against its parents
+ *   CREATE TRIGGER with fence_trigger                            the table's children against it,
+ *                                                                and the trigger itself: no UPDATE
+ * OF list, no WHEN (39P01, trigger.c) CREATE OR REPLACE TRIGGER also the table against its parents
  *   a trigger dropped (DROP TRIGGER, DROP ... CASCADE)           its table against its parents
  *
  * A command that leaves a child without its parent's fence trigger is refused (55000) — unless
@@ -60,8 +61,10 @@ typedef struct GuardTrigger
 	NameData name;
 	Oid foid;
 	int16 type;
-	bytea *args; /* tgargs */
-	bool every;  /* no WHEN clause and no UPDATE OF list: fires for every row it is for */
+	bytea *args;  /* tgargs */
+	bool columns; /* an UPDATE OF list */
+	bool when;    /* a WHEN clause */
+	bool every;   /* neither: fires for every row it is for */
 } GuardTrigger;
 
 static GuardTrigger *
@@ -77,7 +80,9 @@ guard_trigger(HeapTuple tuple, TupleDesc desc)
 	tg->foid = form->tgfoid;
 	tg->type = form->tgtype;
 	tg->args = isnull ? NULL : DatumGetByteaPCopy(args);
-	tg->every = heap_attisnull(tuple, Anum_pg_trigger_tgqual, desc) && form->tgattr.dim1 == 0;
+	tg->columns = form->tgattr.dim1 > 0;
+	tg->when = !heap_attisnull(tuple, Anum_pg_trigger_tgqual, desc);
+	tg->every = !tg->columns && !tg->when;
 	return tg;
 }
 
@@ -250,7 +255,12 @@ check_child(Oid child, GuardChange change)
 	}
 }
 
-/* A new trigger against the inheritance children of its table, when it is a fence trigger. */
+/*
+ * A new (or replaced) trigger, when it is a fence trigger: it fires for every row (no UPDATE OF
+ * list, no WHEN clause; refused, or only a warning when check_function_bodies is off, as in a
+ * restore, where its firings still refuse every write), and the inheritance children of its
+ * table have it.
+ */
 static void
 check_children(Oid trigger)
 {
@@ -263,6 +273,9 @@ check_children(Oid trigger)
 	tg = linitial(found);
 	if (!fl_is_fence_trigger(tg->foid))
 		return;
+	if (!tg->every)
+		fl_report_partial_fence_trigger(check_function_bodies ? ERROR : WARNING, NameStr(tg->name),
+										rel_name(tg->relid), tg->columns, tg->when);
 	foreach (lc, find_inheritance_children(tg->relid, NoLock))
 	{
 		Oid child = lfirst_oid(lc);

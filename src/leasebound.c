@@ -13,6 +13,12 @@
  * entries made in that subtransaction or below it.  Subtransaction ids grow within a transaction,
  * and every subtransaction started after S while S is open is inside S, so when S aborts the
  * entries to forget are those with an id of S or more.
+ *
+ * The entries live for one transaction, but a hash table never gives back the memory of its
+ * entries: one transaction that showed the fences of many leases (a lease_column table whose
+ * rows name thousands) would keep about 1 kB per lease for the rest of the session.  A table that
+ * grew past FL_SHOWN_KEEP entries is dropped at the transaction's end instead (issue 35's search
+ * for unbounded inputs).
  */
 #include "postgres.h"
 
@@ -40,7 +46,12 @@ typedef struct ShownFence
 	SubTransactionId subid; /* where the row lock was taken */
 } ShownFence;
 
+/* The most entries a table keeps its memory for after the transaction that made them */
+#define FL_SHOWN_KEEP 64
+
 static HTAB *shown = NULL;
+static long shown_peak = 0; /* the most entries of this transaction */
+static bool shown_callbacks = false;
 
 static void
 forget(SubTransactionId from)
@@ -66,7 +77,14 @@ at_xact_end(XactEvent event, void *arg)
 		case XACT_EVENT_ABORT:
 		case XACT_EVENT_PARALLEL_ABORT:
 		case XACT_EVENT_PREPARE:
-			forget(InvalidSubTransactionId);
+			if (shown != NULL && shown_peak > FL_SHOWN_KEEP)
+			{
+				hash_destroy(shown);
+				shown = NULL;
+			}
+			else
+				forget(InvalidSubTransactionId);
+			shown_peak = 0;
 			break;
 		default:
 			break;
@@ -93,8 +111,12 @@ shown_fences(void)
 		ctl.hcxt = TopMemoryContext;
 		shown = hash_create("fencelock fences shown", 16, &ctl,
 							HASH_ELEM | HASH_STRINGS | HASH_CONTEXT);
-		RegisterXactCallback(at_xact_end, NULL);
-		RegisterSubXactCallback(at_subxact_end, NULL);
+		if (!shown_callbacks)
+		{
+			RegisterXactCallback(at_xact_end, NULL);
+			RegisterSubXactCallback(at_subxact_end, NULL);
+			shown_callbacks = true;
+		}
 	}
 	return shown;
 }
@@ -106,6 +128,7 @@ remember(const char *lease, int64 fence)
 
 	entry->fence = fence;
 	entry->subid = GetCurrentSubTransactionId();
+	shown_peak = Max(shown_peak, hash_get_num_entries(shown));
 }
 
 void

@@ -15,11 +15,18 @@
  * before a restart, or before its row was evicted, has no hold time counted.
  *
  * The rows are cluster-wide and any role that may acquire can name new resources, so a row is
- * never kept for good: when the table is full, the role owning the most rows (the role that made
- * each row) gives up its least recently used ones, FL_EVICT_PERCENT of the table at a time (as
- * pg_stat_statements deallocates in batches), so a role that fills the table with throwaway names
- * only ever evicts its own.  Evicted rows are counted (resource_stats_info).  Owner tokens are
- * never kept.
+ * never kept for good.  Each row belongs to the role whose call made it.  When the table is full,
+ * the role that brings the new name pays first: if it has rows, it gives up its own least
+ * recently used ones, FL_EVICT_PERCENT of the table at a time (as pg_stat_statements deallocates
+ * in batches) but never more than it has.  Only a role with no row yet takes rows from another:
+ * from the role with the most rows, down to that role's fair share (max_resources divided by the
+ * number of roles with rows, the newcomer counted) and never below it.  So a role that floods the
+ * table with throwaway names evicts only its own, whichever role has the most rows (issue 35:
+ * before, the role with the most rows paid, and another role's flood took an application from 80
+ * rows down to 50), and a role at or under its fair share is never evicted by another's names.
+ * Once the table is full a role keeps the number of rows it has: a newcomer gets in, but grows
+ * only into room that others free (resource_stats_reset empties the table).  Evicted rows are
+ * counted (resource_stats_info).  Owner tokens are never kept.
  *
  * Locking (the protocol is written in shmem.c's header): FL_LOCK_RESOURCES guards the hash's
  * shape, generation, evicted and stats_reset; a row found under the shared lock has its counts
@@ -197,21 +204,24 @@ cmp_last_used(const void *a, const void *b)
 }
 
 /*
- * Make room: the role with the most rows gives up its least recently used ones, a batch at a
- * time but never more than it has.  Caller holds the exclusive lock.
+ * Make room for a row of ROLE, the caller's (the eviction rule in the file's header).  The role
+ * that brings the new name pays first: when it has rows, its least recently used ones go, a
+ * batch at a time but never more than it has.  A role with none takes from the role with the most
+ * rows, down to that role's fair share and never below it.  Caller holds the exclusive lock.
  */
 static void
-res_evict(void)
+res_evict(Oid role)
 {
 	HASHCTL ctl;
 	HTAB *roles;
 	HASH_SEQ_STATUS status;
 	FlResEntry *entry;
 	FlRoleRows *r;
-	FlRoleRows *most = NULL;
+	FlRoleRows *victim;
 	FlResEntry **victims;
+	long nroles;
 	int n = 0;
-	int batch;
+	int batch = Max(1, fencelock_max_resources * FL_EVICT_PERCENT / 100);
 
 	ctl.keysize = sizeof(Oid);
 	ctl.entrysize = sizeof(FlRoleRows);
@@ -228,22 +238,31 @@ res_evict(void)
 			r->rows = 0;
 		r->rows++;
 	}
-	hash_seq_init(&status, roles);
-	while ((r = hash_seq_search(&status)) != NULL)
-		if (most == NULL || r->rows > most->rows)
-			most = r;
-	if (most == NULL)
+	nroles = hash_get_num_entries(roles);
+	victim = hash_search(roles, &role, HASH_FIND, NULL);
+	if (victim == NULL && nroles > 0)
+	{
+		/* A newcomer: the role with the most rows gives way, down to its fair share. */
+		int fair = fencelock_max_resources / (int) (nroles + 1);
+
+		hash_seq_init(&status, roles);
+		while ((r = hash_seq_search(&status)) != NULL)
+			if (victim == NULL || r->rows > victim->rows)
+				victim = r;
+		batch = Min(batch, victim->rows - fair);
+	}
+	if (victim == NULL || batch <= 0)
 	{
 		hash_destroy(roles);
 		return;
 	}
-	victims = palloc(sizeof(FlResEntry *) * most->rows);
+	victims = palloc(sizeof(FlResEntry *) * victim->rows);
 	hash_seq_init(&status, fl_res_hash);
 	while ((entry = hash_seq_search(&status)) != NULL)
-		if (entry->role == most->role)
+		if (entry->role == victim->role)
 			victims[n++] = entry;
 	qsort(victims, n, sizeof(FlResEntry *), cmp_last_used);
-	batch = Max(1, Min(n, fencelock_max_resources * FL_EVICT_PERCENT / 100));
+	batch = Min(batch, n);
 	for (int i = 0; i < batch; i++)
 		hash_search(fl_res_hash, &victims[i]->key, HASH_REMOVE, NULL);
 	fl_res->evicted += batch;
@@ -264,7 +283,7 @@ res_enter(FlResKey *key)
 	if (entry == NULL)
 	{
 		if (hash_get_num_entries(fl_res_hash) >= fencelock_max_resources)
-			res_evict();
+			res_evict(GetUserId());
 		entry = hash_search(fl_res_hash, key, HASH_ENTER_NULL, &found);
 		if (entry != NULL && !found)
 		{

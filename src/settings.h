@@ -12,6 +12,7 @@ extern int fencelock_max_ttl_s;
 extern int fencelock_lock_delay_ms;
 extern bool fencelock_direct_path; /* off: every lease change runs its statement */
 extern int fencelock_wait_recheck_ms;
+extern int fencelock_max_value_bytes; /* the largest value a lease or holder may carry */
 
 /* What is recorded and told: history, notifications, the server log */
 extern bool fencelock_history;

@@ -26,6 +26,11 @@
  * MERGE that has an action leaving the fence column alone counts as not assigning it when the
  * fence did not change.
  *
+ * A fence trigger fires for every row it is for: one declared with a column list (UPDATE OF) or
+ * a WHEN condition is refused (39P01) at CREATE TRIGGER (inhguard.c's event trigger) and at each
+ * firing, for one made while the guard was off or before 0.4.0 (whose update refuses to run while
+ * one exists: a trigger whose WHEN skips every stale write would never fire to be refused).
+ *
  * The trigger's arguments are resolved once per trigger and kept in a backend-local hash keyed by
  * the trigger's OID; a relcache invalidation of the table (ALTER TABLE, DROP/CREATE TRIGGER)
  * drops the entry, so the next row resolves it again.
@@ -132,6 +137,32 @@ check_firing_row(TriggerData *trigdata)
 					 "FUNCTION fencelock.fence_trigger('last_fence').",
 					 trigdata->tg_trigger->tgname,
 					 RelationGetRelationName(trigdata->tg_relation))));
+}
+
+/*
+ * A fence trigger fires for every row it is for: an UPDATE OF list or a WHEN condition would let
+ * the rows it skips be written unchecked (a stale holder's write lowering the stored fence).
+ * ELEVEL is ERROR, or WARNING where the inheritance guard only warns (check_function_bodies off,
+ * as in a restore).  The same refusal for CREATE TRIGGER (inhguard.c) and for each firing.
+ */
+void
+fl_report_partial_fence_trigger(int elevel, const char *tgname, const char *relname, bool columns,
+								bool when)
+{
+	const char *what = columns && when ? "a column list (UPDATE OF) and a WHEN condition"
+					   : when          ? "a WHEN condition"
+									   : "a column list (UPDATE OF)";
+
+	ereport(
+		elevel,
+		(errcode(ERRCODE_E_R_I_E_TRIGGER_PROTOCOL_VIOLATED),
+		 errmsg("fence trigger \"%s\" on table \"%s\" has %s", tgname, relname, what),
+		 errdetail("A fence trigger must fire for every row it is for: a stale write it skipped "
+				   "would commit unchecked."),
+		 errhint("Drop the trigger and create it again without %s.", columns && when
+																		 ? "UPDATE OF and WHEN"
+																	 : when ? "WHEN"
+																			: "UPDATE OF")));
 }
 
 /* Lease-bound modes: BEFORE INSERT, UPDATE or DELETE FOR EACH ROW, or BEFORE TRUNCATE. */
@@ -650,6 +681,11 @@ fencelock_fence_trigger(PG_FUNCTION_ARGS)
 				(errcode(ERRCODE_E_R_I_E_TRIGGER_PROTOCOL_VIOLATED),
 				 errmsg("fencelock.fence_trigger() must be called as a trigger"),
 				 errhint("Attach it with CREATE TRIGGER ... BEFORE UPDATE ... FOR EACH ROW.")));
+	/* Before the cache: CREATE OR REPLACE TRIGGER may add either to a trigger already resolved. */
+	if (trigdata->tg_trigger->tgnattr > 0 || trigdata->tg_trigger->tgqual != NULL)
+		fl_report_partial_fence_trigger(
+			ERROR, trigdata->tg_trigger->tgname, RelationGetRelationName(trigdata->tg_relation),
+			trigdata->tg_trigger->tgnattr > 0, trigdata->tg_trigger->tgqual != NULL);
 	entry = lookup(trigdata);
 	/* A copy: a later cache invalidation may remove the hash entry.  The lease name only when used.
 	 */

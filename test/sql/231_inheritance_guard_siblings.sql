@@ -36,21 +36,27 @@ CREATE OR REPLACE TRIGGER fence BEFORE INSERT OR UPDATE ON sc FOR EACH ROW
 DROP TRIGGER fence ON sc;
 SELECT tgrelid::regclass, tgname FROM pg_trigger WHERE tgrelid = 'sc'::regclass ORDER BY 1, 2;
 -- An unrelated trigger of a child may go; so may the fence trigger of a table no longer a child.
-CREATE TRIGGER other BEFORE UPDATE OF note ON sc FOR EACH ROW
-    EXECUTE FUNCTION fencelock.fence_trigger('last_fence', 'lease=sib');
+CREATE TRIGGER other BEFORE UPDATE ON sc FOR EACH ROW
+    EXECUTE FUNCTION fencelock.fence_trigger('last_fence', 'lease=other');
 DROP TRIGGER other ON sc;
 ALTER TABLE sc NO INHERIT sp;
 DROP TRIGGER fence ON sc;
 
 -- A look-alike that skips rows (a WHEN clause, an UPDATE OF list) is not the parent's trigger:
--- rows of the child written through the parent would pass unfenced.
+-- rows of the child written through the parent would pass unfenced.  (Since issue 35 such a
+-- fence trigger is refused at CREATE TRIGGER, 232: made here as a restore would make it, with
+-- check_function_bodies off, where that only warns.)
 CREATE TABLE sw (id int, last_fence bigint, note text);
+SET check_function_bodies = off;
 CREATE TRIGGER fence BEFORE INSERT OR UPDATE ON sw FOR EACH ROW WHEN (false)
     EXECUTE FUNCTION fencelock.fence_trigger('last_fence', 'lease=sib');
+RESET check_function_bodies;
 ALTER TABLE sw INHERIT sp;
 DROP TRIGGER fence ON sw;
+SET check_function_bodies = off;
 CREATE TRIGGER fence BEFORE INSERT OR UPDATE OF note ON sw FOR EACH ROW
     EXECUTE FUNCTION fencelock.fence_trigger('last_fence', 'lease=sib');
+RESET check_function_bodies;
 ALTER TABLE sw INHERIT sp;
 SELECT count(*) AS sw_children FROM pg_inherits WHERE inhrelid = 'sw'::regclass;
 DROP TABLE sw;

@@ -1,7 +1,8 @@
 # Issue 26: resource_stats' rows are cluster-wide (fencelock.max_resources, 20 here) and any role
-# that may acquire can name new resources.  When the table is full, the role with the most rows
-# gives up its least recently used ones, so a role that fills it with throwaway names evicts only
-# its own; evicted rows are counted.  fencelock.max_waiters set in postgresql.conf (3 here) is a
+# that may acquire can name new resources.  When the table is full, the role that brings the new
+# name gives up its own least recently used rows (issue 35, defect 6: before, the role with the most
+# rows did; 553 tests the flood that exploited it), so a role that fills it with throwaway names
+# evicts only its own; evicted rows are counted.  fencelock.max_waiters set in postgresql.conf (3 here) is a
 # ceiling for ordinary roles: they may tighten it, not loosen it; a superuser may.  With
 # max_resources = 0 nothing is kept and leases work as before.
 use strict;
@@ -62,12 +63,16 @@ is(sql(q{SELECT count(*) > 0 FROM fencelock.resource_stats WHERE resource = 'jun
 is(sql(q{SELECT grants FROM fencelock.resource_stats WHERE resource = 'junk:60'}), '1',
 	'and its grant counted at commit');
 
-# Now alice names more: mallory has the most rows and gives them up, until both hold about half.
+# Now alice names more.  Issue 35 changed this on purpose: before, mallory (the most rows) gave
+# hers up until both held about half; now alice, who brings the new names, pays with her own
+# least recently used rows, and mallory's stay.
 take('alice', 'alice2:', 14, 0);
 my ($junk, $hers) = split /\|/, sql(q{SELECT count(*) FILTER (WHERE resource LIKE 'junk:%'),
 	count(*) FILTER (WHERE resource NOT LIKE 'junk:%') FROM fencelock.resource_stats});
-ok($junk >= 9 && $junk <= 11 && $hers >= 9 && $hers <= 11,
-	"alice's new names evict the role with the most rows: mallory $junk, alice $hers");
+is("$junk|$hers", '15|5',
+	"alice's new names evict her own rows, not the role with the most rows: mallory $junk, alice $hers");
+is(sql(q{SELECT string_agg(resource, ',' ORDER BY resource) FROM fencelock.resource_stats WHERE resource LIKE 'alice%'}),
+	'alice2:10,alice2:11,alice2:12,alice2:13,alice2:14', 'her least recently used ones went');
 
 # fencelock.max_waiters from postgresql.conf (3) is an ordinary role's ceiling.
 my ($state, $msg) = fl_error($node, 'postgres', 'SET fencelock.max_waiters = 4', extra_params => [ '-U', 'alice' ]);
