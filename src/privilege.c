@@ -18,7 +18,9 @@
  * of those lengths found in the table.  With no prefix defined the check is one flag test.  It is
  * dropped at any invalidation of the table's relcache entry, which grant_resources and
  * revoke_resources send (the table's rows change without one otherwise), and rebuilt at the next
- * check.
+ * check.  It is valid only once built completely from a snapshot taken then: a build that an
+ * error interrupts (a cancel, a statement_timeout) leaves it invalid, so the check that could not
+ * be made raises that error and the next one builds again (issue 35, defect 1).
  */
 #include "postgres.h"
 
@@ -53,8 +55,9 @@ typedef struct FlPrefix
 
 static struct
 {
-	bool valid;
-	bool any;  /* some prefix exists: the flag the check tests first */
+	bool valid;           /* built completely, and no invalidation came while it was built */
+	bool any;             /* some prefix exists: the flag the check tests first */
+	uint64 invalidations; /* counted by the callback: a build that saw one is not kept */
 	Oid relid; /* fencelock.resource_grants, InvalidOid when the table is missing (before 0.4.0) */
 	MemoryContext cxt;
 	FlPrefix *slots; /* open addressing, nslots a power of two, NULL bytes: empty */
@@ -63,6 +66,10 @@ static struct
 	int nlengths;
 } cache;
 
+/*
+ * Read with a snapshot taken now, whatever the caller's isolation level: a cache built from a
+ * repeatable read transaction's older snapshot would miss a grant committed since, and be kept.
+ */
 static FlStmt grants_select = {"SELECT g.prefix, CAST(g.grantee AS pg_catalog.oid) "
 							   "FROM fencelock.resource_grants AS g ORDER BY g.prefix",
 							   0,
@@ -90,7 +97,10 @@ cache_invalidate(Datum arg, Oid relid)
 {
 	/* A missing table: any invalidation may be the update that creates it. */
 	if (relid == InvalidOid || relid == cache.relid || !OidIsValid(cache.relid))
+	{
 		cache.valid = false;
+		cache.invalidations++;
+	}
 }
 
 static FlPrefix *
@@ -127,38 +137,16 @@ texts_equal(text *a, text *b)
 
 /* Read the grants into the cache, in its own memory context. */
 static void
-cache_build(void)
+cache_read(void)
 {
-	static bool registered = false;
-	Oid relid = get_relname_relid("resource_grants", fl_extension_schema());
 	FlSession s;
 	uint64 n;
 	bool *seen_length;
 
-	if (!registered)
-	{
-		CacheRegisterRelcacheCallback(cache_invalidate, (Datum) 0);
-		registered = true;
-	}
-	if (cache.cxt == NULL)
-		cache.cxt = AllocSetContextCreate(TopMemoryContext, "fencelock resource privileges",
-										  ALLOCSET_SMALL_SIZES);
-	MemoryContextReset(cache.cxt);
-	cache.slots = NULL;
-	cache.nslots = 0;
-	cache.lengths = NULL;
-	cache.nlengths = 0;
-	cache.relid = relid;
-	cache.any = false;
-	/* Valid from here: an invalidation while reading clears it again. */
-	cache.valid = true;
-	if (!OidIsValid(relid))
-		return;
-
 	/* In the caller's memory: SPI_finish frees what is allocated in between. */
 	seen_length = palloc0(sizeof(bool) * (FENCELOCK_MAX_RESOURCE_LEN + 1));
 	fl_begin(&s);
-	n = fl_run(&grants_select, NULL, NULL, true);
+	n = fl_run_latest(&grants_select, NULL, NULL);
 	cache.nslots = 16;
 	while (cache.nslots < 2 * (int) n)
 		cache.nslots *= 2;
@@ -198,6 +186,42 @@ cache_build(void)
 		if (seen_length[len])
 			cache.lengths[cache.nlengths++] = len;
 	pfree(seen_length);
+}
+
+/*
+ * Build the cache from the table.  It is marked valid only at the end, and only when no
+ * invalidation came in between: an error on the way (a cancel, a timeout, a missing relation)
+ * leaves it invalid, with the error raised to the caller, whose check is thereby refused.  The
+ * caller may use what a build read even when an invalidation kept it from being marked valid: it
+ * was read completely, from a snapshot taken during the check.
+ */
+static void
+cache_build(void)
+{
+	static bool registered = false;
+	uint64 invalidations = cache.invalidations;
+	Oid relid;
+
+	cache.valid = false;
+	if (!registered)
+	{
+		CacheRegisterRelcacheCallback(cache_invalidate, (Datum) 0);
+		registered = true;
+	}
+	if (cache.cxt == NULL)
+		cache.cxt = AllocSetContextCreate(TopMemoryContext, "fencelock resource privileges",
+										  ALLOCSET_SMALL_SIZES);
+	MemoryContextReset(cache.cxt);
+	cache.slots = NULL;
+	cache.nslots = 0;
+	cache.lengths = NULL;
+	cache.nlengths = 0;
+	cache.any = false;
+	relid = get_relname_relid("resource_grants", fl_extension_schema());
+	cache.relid = relid;
+	if (OidIsValid(relid))
+		cache_read();
+	cache.valid = cache.invalidations == invalidations;
 }
 
 /* The longest prefix covering NAME (LEN bytes), or NULL. */
