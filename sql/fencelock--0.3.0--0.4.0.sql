@@ -65,9 +65,13 @@ LANGUAGE C VOLATILE;
 -- Resource privileges: once a prefix here covers a resource name, only members of its grantees
 -- (and superusers) may acquire, renew, release or assert_fence it, or write a table bound to it;
 -- the longest covering prefix decides; names under no prefix stay open (src/privilege.c).
+-- grantee is the role's name, which a dump restores whatever roles exist (a regrole made the
+-- whole COPY fail, and left every prefix open); a grant is in force for the role of that name
+-- holding SELECT on this table, which grant_resources gives: PostgreSQL's dependency on that
+-- privilege refuses DROP ROLE, and a name that resolves to no such role matches nobody.
 CREATE TABLE fencelock.resource_grants (
     prefix  pg_catalog.text COLLATE "C" NOT NULL CHECK (prefix OPERATOR(pg_catalog.<>) ''),
-    grantee pg_catalog.regrole NOT NULL,
+    grantee pg_catalog.text COLLATE "C" NOT NULL CHECK (grantee OPERATOR(pg_catalog.<>) ''),
     PRIMARY KEY (prefix, grantee)
 );
 REVOKE ALL ON TABLE fencelock.resource_grants FROM PUBLIC;
@@ -79,11 +83,12 @@ AS 'MODULE_PATHNAME', 'fencelock_grant_resources'
 LANGUAGE C VOLATILE;
 REVOKE EXECUTE ON FUNCTION fencelock.grant_resources(pg_catalog.text, pg_catalog.regrole) FROM PUBLIC;
 
-CREATE FUNCTION fencelock.revoke_resources(prefix pg_catalog.text, grantee pg_catalog.regrole)
+-- grantee as resource_privileges shows it: a grant whose role is gone can be taken back too.
+CREATE FUNCTION fencelock.revoke_resources(prefix pg_catalog.text, grantee pg_catalog.text)
 RETURNS pg_catalog.bool
 AS 'MODULE_PATHNAME', 'fencelock_revoke_resources'
 LANGUAGE C VOLATILE;
-REVOKE EXECUTE ON FUNCTION fencelock.revoke_resources(pg_catalog.text, pg_catalog.regrole) FROM PUBLIC;
+REVOKE EXECUTE ON FUNCTION fencelock.revoke_resources(pg_catalog.text, pg_catalog.text) FROM PUBLIC;
 
 CREATE VIEW fencelock.resource_privileges AS
 SELECT g.prefix, g.grantee FROM fencelock.resource_grants AS g;

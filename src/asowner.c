@@ -49,8 +49,9 @@
  */
 typedef struct FlExtension
 {
-	bool valid; /* the checks below held since the last relevant invalidation */
-	bool found; /* the OIDs below are set */
+	bool valid;           /* the checks below held since the last relevant invalidation */
+	bool found;           /* the OIDs below are set, and passed fl_ext_check */
+	uint64 invalidations; /* counted by the callback: a check that saw one is not kept */
 	Oid extoid;
 	Oid nspid; /* pg_extension.extnamespace */
 	Oid owner; /* pg_extension.extowner: the role the statements run as */
@@ -68,7 +69,10 @@ fl_ext_invalidate(Datum arg, int cacheid, uint32 hashvalue)
 	uint32 mine = cacheid == RELOID ? fl_ext.rel_hash : fl_ext.nsp_hash;
 
 	if (hashvalue == 0 || !fl_ext.found || hashvalue == mine)
+	{
 		fl_ext.valid = false;
+		fl_ext.invalidations++;
+	}
 }
 
 /* The extension's owner and schema, read from pg_extension. */
@@ -79,6 +83,7 @@ fl_ext_lookup(void)
 	SysScanDesc scan;
 	ScanKeyData key;
 	HeapTuple tuple;
+	bool found = false;
 
 	fl_ext.found = false;
 	rel = table_open(ExtensionRelationId, AccessShareLock);
@@ -93,23 +98,20 @@ fl_ext_lookup(void)
 		fl_ext.extoid = ext->oid;
 		fl_ext.nspid = ext->extnamespace;
 		fl_ext.owner = ext->extowner;
-		fl_ext.found = true;
+		found = true;
 	}
 	systable_endscan(scan);
 	table_close(rel, AccessShareLock);
 
-	if (!fl_ext.found)
+	if (!found)
 		ereport(ERROR, (errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
 						errmsg("extension \"fencelock\" is not installed in this database"),
 						errhint("Run CREATE EXTENSION fencelock in this database.")));
 	fl_ext.lease_relid = get_relname_relid("lease", fl_ext.nspid);
 	if (!OidIsValid(fl_ext.lease_relid))
-	{
-		fl_ext.found = false;
 		ereport(ERROR, (errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
 						errmsg("table \"lease\" of extension \"fencelock\" does not exist"),
 						errhint("Drop and create the extension again.")));
-	}
 	fl_ext.rel_hash = GetSysCacheHashValue1(RELOID, ObjectIdGetDatum(fl_ext.lease_relid));
 	fl_ext.nsp_hash = GetSysCacheHashValue1(NAMESPACEOID, ObjectIdGetDatum(fl_ext.nspid));
 }
@@ -211,10 +213,15 @@ fl_ext_check(void)
 /*
  * The role the statements run as: the extension's owner, once the checks above hold.  Not the
  * schema's owner as such: the schema must belong to the extension's owner, or nothing runs.
+ * found is set only once fl_ext_check has passed, and valid only when no invalidation came
+ * while the checks ran (issue 35): before, a failed check left found set, and the next call
+ * skipped fl_ext_check's tests of the table's kind and extension membership.
  */
 static Oid
 fl_extension_owner(void)
 {
+	uint64 invalidations = fl_ext.invalidations;
+
 	if (fl_ext.valid)
 		return fl_ext.owner;
 	if (!fl_ext_callbacks)
@@ -227,8 +234,9 @@ fl_extension_owner(void)
 	{
 		fl_ext_lookup();
 		fl_ext_check();
+		fl_ext.found = true;
 	}
-	fl_ext.valid = true;
+	fl_ext.valid = fl_ext.invalidations == invalidations;
 	return fl_ext.owner;
 }
 

@@ -107,10 +107,11 @@ static const struct
  */
 static struct
 {
-	bool valid;
-	bool readable; /* leasebound.c may read fence and holder directly */
-	bool direct;   /* renew and release may change a row directly, and a grant of the 0.1.0 API */
-	bool v2;       /* ... and of the later APIs: granted_how and lock_delay are there too */
+	bool valid;           /* built completely, and no invalidation came while it was built */
+	uint64 invalidations; /* counted by the callback: a build that saw one is not kept */
+	bool readable;        /* leasebound.c may read fence and holder directly */
+	bool direct; /* renew and release may change a row directly, and a grant of the 0.1.0 API */
+	bool v2;     /* ... and of the later APIs: granted_how and lock_delay are there too */
 	Oid relid;
 	Oid pkid;
 	Oid owner_collation;         /* the owner column's: the statements compare owners with it */
@@ -125,7 +126,10 @@ static void
 layout_invalidate(Datum arg, Oid relid)
 {
 	if (relid == InvalidOid || relid == layout.relid)
+	{
 		layout.valid = false;
+		layout.invalidations++;
+	}
 }
 
 /*
@@ -170,6 +174,7 @@ layout_build(Relation rel)
 	List *indexes;
 	bool readable;
 	bool direct;
+	uint64 invalidations = layout.invalidations;
 
 	if (!registered)
 	{
@@ -177,12 +182,16 @@ layout_build(Relation rel)
 		registered = true;
 	}
 	memset(&layout, 0, sizeof(layout));
+	layout.invalidations = invalidations;
 	layout.relid = RelationGetRelid(rel);
 	/*
-	 * Valid from the start: an invalidation that arrives while this runs (opening the index, a
-	 * catalog lookup) clears it again, and the next call builds anew.
+	 * Valid only at the end, and only when no invalidation arrived while this ran (opening the
+	 * index, a catalog lookup): an error on the way (a cancel) leaves it invalid, and the next
+	 * call builds anew.  Marked valid from the start (issue 35), a build interrupted at the
+	 * primary key's lock was kept with the direct paths off for the rest of the session, and
+	 * one cut short in its column loop without the session_id column: grants that neither set
+	 * nor cleared a row's session.
 	 */
-	layout.valid = true;
 	/*
 	 * A heap (the direct paths read and write heap tuples) without inheritance children (the
 	 * statements, without ONLY, read and change their rows too; relhassubclass may stay set after
@@ -245,6 +254,7 @@ layout_build(Relation rel)
 	layout.readable = readable;
 	layout.direct = direct;
 	layout.v2 = direct && typed[COL_GRANTED_HOW] && typed[COL_LOCK_DELAY];
+	layout.valid = layout.invalidations == invalidations;
 }
 
 /* The layout of the lease table REL, which the caller has opened. */

@@ -12,13 +12,25 @@
  * entry points (lease.c, wait.c, leasebound.c) call fl_check_resource before they touch the
  * lease; the lease rule (leasetable.c) knows nothing of it.
  *
+ * Grants follow their roles (issue 35).  A row names its grantee by role name, a form a dump
+ * restores whatever roles the new cluster has, resolved when the cache is built: a name that
+ * resolves to no role (a restore without the role, a role dropped or renamed) matches nobody, so
+ * its prefix stays reserved; a grant fails closed, never open.  grant_resources also grants the
+ * role SELECT on fencelock.resource_grants (what the view shows anyway), an ordinary privilege
+ * that PostgreSQL records in pg_shdepend: DROP ROLE is refused while the role holds it
+ * ("privileges for table fencelock.resource_grants"), DROP OWNED BY takes it, pg_dump keeps it
+ * by role name, and revoke_resources takes it with the role's last grant.  No dependency of a
+ * class PostgreSQL cannot describe is made, so DROP ROLE and DROP OWNED BY never fail on one.
+ *
  * This file owns fencelock.resource_grants: its statements and this backend's cache of it.  The
  * cache holds the prefixes in a hash table keyed by the prefix's bytes, and the distinct prefix
  * lengths, longest first: the longest prefix covering a name is the first of its leading parts
  * of those lengths found in the table.  With no prefix defined the check is one flag test.  It is
- * dropped at any invalidation of the table's relcache entry, which grant_resources and
- * revoke_resources send (the table's rows change without one otherwise), and rebuilt at the next
- * check.
+ * dropped at any invalidation of the table's relcache entry (grant_resources and
+ * revoke_resources send one; a GRANT or REVOKE on the table sends one) or of a role, and rebuilt
+ * at the next check.  It is valid only once built completely from a snapshot taken then: a build
+ * that an error interrupts (a cancel, a statement_timeout) leaves it invalid, so the check that
+ * could not be made raises that error and the next one builds again (issue 35, defect 1).
  */
 #include "postgres.h"
 
@@ -53,8 +65,9 @@ typedef struct FlPrefix
 
 static struct
 {
-	bool valid;
-	bool any;  /* some prefix exists: the flag the check tests first */
+	bool valid;           /* built completely, and no invalidation came while it was built */
+	bool any;             /* some prefix exists: the flag the check tests first */
+	uint64 invalidations; /* counted by the callbacks: a build that saw one is not kept */
 	Oid relid; /* fencelock.resource_grants, InvalidOid when the table is missing (before 0.4.0) */
 	MemoryContext cxt;
 	FlPrefix *slots; /* open addressing, nslots a power of two, NULL bytes: empty */
@@ -63,34 +76,57 @@ static struct
 	int nlengths;
 } cache;
 
-static FlStmt grants_select = {"SELECT g.prefix, CAST(g.grantee AS pg_catalog.oid) "
+/*
+ * Read with a snapshot taken now, whatever the caller's isolation level: a cache built from a
+ * repeatable read transaction's older snapshot would miss a grant committed since, and be kept.
+ */
+static FlStmt grants_select = {"SELECT g.prefix, CAST(g.grantee AS pg_catalog.text) "
 							   "FROM fencelock.resource_grants AS g ORDER BY g.prefix",
 							   0,
 							   {InvalidOid}};
 
 static FlStmt grant_insert = {"INSERT INTO fencelock.resource_grants AS g (prefix, grantee) "
-							  "VALUES ($1, CAST($2 AS pg_catalog.regrole)) "
-							  "ON CONFLICT (prefix, grantee) DO NOTHING",
+							  "VALUES ($1, $2) ON CONFLICT (prefix, grantee) DO NOTHING",
 							  2,
-							  {TEXTOID, OIDOID}};
+							  {TEXTOID, TEXTOID}};
 
 static FlStmt grant_delete = {"DELETE FROM fencelock.resource_grants AS g "
 							  "WHERE g.prefix OPERATOR(pg_catalog.=) $1 "
-							  "AND CAST(g.grantee AS pg_catalog.oid) OPERATOR(pg_catalog.=) $2",
+							  "AND g.grantee OPERATOR(pg_catalog.=) $2",
 							  2,
-							  {TEXTOID, OIDOID}};
+							  {TEXTOID, TEXTOID}};
+
+static FlStmt grantee_rows = {"SELECT 1 FROM fencelock.resource_grants AS g "
+							  "WHERE g.grantee OPERATOR(pg_catalog.=) $1 LIMIT 1",
+							  1,
+							  {TEXTOID}};
 
 static const FlTextArg prefix_arg = {
 	"prefix", FENCELOCK_MAX_RESOURCE_LEN,
 	"Pass the beginning of the resource names to reserve, such as 'order-'.",
 	"A prefix is no longer than a resource name."};
 
+static const FlTextArg grantee_arg = {"grantee", FENCELOCK_MAX_RESOURCE_LEN,
+									  "Pass the grantee as resource_privileges shows it.",
+									  "No grant names a grantee that long."};
+
 static void
 cache_invalidate(Datum arg, Oid relid)
 {
 	/* A missing table: any invalidation may be the update that creates it. */
 	if (relid == InvalidOid || relid == cache.relid || !OidIsValid(cache.relid))
+	{
 		cache.valid = false;
+		cache.invalidations++;
+	}
+}
+
+/* A role was created, renamed or dropped: the grantees' names resolve anew. */
+static void
+cache_invalidate_roles(Datum arg, int cacheid, uint32 hashvalue)
+{
+	cache.valid = false;
+	cache.invalidations++;
 }
 
 static FlPrefix *
@@ -127,38 +163,16 @@ texts_equal(text *a, text *b)
 
 /* Read the grants into the cache, in its own memory context. */
 static void
-cache_build(void)
+cache_read(void)
 {
-	static bool registered = false;
-	Oid relid = get_relname_relid("resource_grants", fl_extension_schema());
 	FlSession s;
 	uint64 n;
 	bool *seen_length;
 
-	if (!registered)
-	{
-		CacheRegisterRelcacheCallback(cache_invalidate, (Datum) 0);
-		registered = true;
-	}
-	if (cache.cxt == NULL)
-		cache.cxt = AllocSetContextCreate(TopMemoryContext, "fencelock resource privileges",
-										  ALLOCSET_SMALL_SIZES);
-	MemoryContextReset(cache.cxt);
-	cache.slots = NULL;
-	cache.nslots = 0;
-	cache.lengths = NULL;
-	cache.nlengths = 0;
-	cache.relid = relid;
-	cache.any = false;
-	/* Valid from here: an invalidation while reading clears it again. */
-	cache.valid = true;
-	if (!OidIsValid(relid))
-		return;
-
 	/* In the caller's memory: SPI_finish frees what is allocated in between. */
 	seen_length = palloc0(sizeof(bool) * (FENCELOCK_MAX_RESOURCE_LEN + 1));
 	fl_begin(&s);
-	n = fl_run(&grants_select, NULL, NULL, true);
+	n = fl_run_latest(&grants_select, NULL, NULL);
 	cache.nslots = 16;
 	while (cache.nslots < 2 * (int) n)
 		cache.nslots *= 2;
@@ -182,13 +196,14 @@ cache_build(void)
 		p->len = len;
 		p->hash = hash;
 		p->grantees = MemoryContextAlloc(cache.cxt, sizeof(Oid) * (next - r));
+		/* A grantee that resolves to no role matches nobody: the prefix stays reserved. */
 		for (uint64 g = r; g < next; g++)
 		{
-			bool isnull;
-			Datum d = SPI_getbinval(SPI_tuptable->vals[g], SPI_tuptable->tupdesc, 2, &isnull);
+			char *name = SPI_getvalue(SPI_tuptable->vals[g], SPI_tuptable->tupdesc, 2);
+			Oid role = name != NULL ? get_role_oid(name, true) : InvalidOid;
 
-			if (!isnull)
-				p->grantees[p->ngrantees++] = DatumGetObjectId(d);
+			if (OidIsValid(role))
+				p->grantees[p->ngrantees++] = role;
 		}
 		seen_length[len] = true;
 		cache.any = true;
@@ -198,6 +213,44 @@ cache_build(void)
 		if (seen_length[len])
 			cache.lengths[cache.nlengths++] = len;
 	pfree(seen_length);
+}
+
+/*
+ * Build the cache from the table.  It is marked valid only at the end, and only when no
+ * invalidation came in between: an error on the way (a cancel, a timeout, a missing relation)
+ * leaves it invalid, with the error raised to the caller, whose check is thereby refused.  The
+ * caller may use what a build read even when an invalidation kept it from being marked valid: it
+ * was read completely, from a snapshot taken during the check.
+ */
+static void
+cache_build(void)
+{
+	static bool registered = false;
+	uint64 invalidations = cache.invalidations;
+	Oid relid;
+
+	cache.valid = false;
+	if (!registered)
+	{
+		CacheRegisterRelcacheCallback(cache_invalidate, (Datum) 0);
+		CacheRegisterSyscacheCallback(AUTHOID, cache_invalidate_roles, (Datum) 0);
+		CacheRegisterSyscacheCallback(AUTHNAME, cache_invalidate_roles, (Datum) 0);
+		registered = true;
+	}
+	if (cache.cxt == NULL)
+		cache.cxt = AllocSetContextCreate(TopMemoryContext, "fencelock resource privileges",
+										  ALLOCSET_SMALL_SIZES);
+	MemoryContextReset(cache.cxt);
+	cache.slots = NULL;
+	cache.nslots = 0;
+	cache.lengths = NULL;
+	cache.nlengths = 0;
+	cache.any = false;
+	relid = get_relname_relid("resource_grants", fl_extension_schema());
+	cache.relid = relid;
+	if (OidIsValid(relid))
+		cache_read();
+	cache.valid = cache.invalidations == invalidations;
 }
 
 /* The longest prefix covering NAME (LEN bytes), or NULL. */
@@ -273,7 +326,7 @@ fl_check_resource_cstring(const char *resource)
 	check_name(resource, strlen(resource));
 }
 
-/* The grantee argument: not null, an existing role. */
+/* The grantee argument of grant_resources: not null, an existing role. */
 static Oid
 arg_grantee(FunctionCallInfo fcinfo, int argno)
 {
@@ -288,44 +341,85 @@ arg_grantee(FunctionCallInfo fcinfo, int argno)
 	return role;
 }
 
-/* Change the grants by STMT; every backend's cache is dropped when the change commits. */
-static bool
-change_grants(FlStmt *stmt, text *prefix, Oid role)
+static Oid
+grants_relid(void)
 {
-	Datum values[2] = {PointerGetDatum(prefix), ObjectIdGetDatum(role)};
-	FlSession s;
-	bool changed;
 	Oid relid = get_relname_relid("resource_grants", fl_extension_schema());
 
 	if (!OidIsValid(relid))
 		ereport(ERROR, (errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
 						errmsg("fencelock.resource_grants does not exist"),
 						errhint("Update the extension: ALTER EXTENSION fencelock UPDATE.")));
+	return relid;
+}
+
+/*
+ * Give role NAME the privilege that ties it to its grants (GRANT), or take it (REVOKE), as the
+ * extension's owner, inside fl_begin.  Never for the table's owner, whose privileges are its own.
+ */
+static void
+holder_privilege(Oid relid, const char *name, bool grant)
+{
+	Oid role = get_role_oid(name, true);
+	char *sql;
+	int rc;
+
+	if (!OidIsValid(role) || role == fl_rel_owner(relid))
+		return;
+	sql = psprintf(grant ? "GRANT SELECT ON TABLE fencelock.resource_grants TO %s"
+						 : "REVOKE SELECT ON TABLE fencelock.resource_grants FROM %s",
+				   quote_identifier(name));
+	rc = SPI_execute(sql, false, 0);
+	(void) fl_spi_result(sql, rc);
+	pfree(sql);
+}
+
+/*
+ * Change the grants by STMT and bring the grantee's privilege in line: held while it has a grant
+ * here, revoked with its last one.  Every backend's cache is dropped when the change commits.
+ */
+static bool
+change_grants(FlStmt *stmt, text *prefix, text *grantee)
+{
+	Datum values[2] = {PointerGetDatum(prefix), PointerGetDatum(grantee)};
+	Oid relid = grants_relid();
+	char *name = text_to_cstring(grantee);
+	FlSession s;
+	bool changed;
+	bool holds;
+
 	fl_begin(&s);
 	changed = fl_run(stmt, values, NULL, false) > 0;
+	holds = fl_run(&grantee_rows, &values[1], NULL, false) > 0;
+	holder_privilege(relid, name, holds);
 	fl_end(&s);
 	CacheInvalidateRelcacheByRelid(relid);
+	pfree(name);
 	return changed;
 }
 
-/* grant_resources(prefix, grantee): true when the grant is new */
+/* grant_resources(prefix, grantee regrole): true when the grant is new */
 Datum
 fencelock_grant_resources(PG_FUNCTION_ARGS)
 {
 	text *prefix = fl_arg_text(fcinfo, 0, &prefix_arg);
 	Oid role = arg_grantee(fcinfo, 1);
 
-	PG_RETURN_BOOL(change_grants(&grant_insert, prefix, role));
+	PG_RETURN_BOOL(
+		change_grants(&grant_insert, prefix, cstring_to_text(GetUserNameFromId(role, false))));
 }
 
-/* revoke_resources(prefix, grantee): true when there was such a grant */
+/*
+ * revoke_resources(prefix, grantee text): true when there was such a grant.  The grantee by the
+ * name the grant keeps, so that a grant whose role is gone can still be taken back.
+ */
 Datum
 fencelock_revoke_resources(PG_FUNCTION_ARGS)
 {
 	text *prefix = fl_arg_text(fcinfo, 0, &prefix_arg);
-	Oid role = arg_grantee(fcinfo, 1);
+	text *grantee = fl_arg_text(fcinfo, 1, &grantee_arg);
 
-	PG_RETURN_BOOL(change_grants(&grant_delete, prefix, role));
+	PG_RETURN_BOOL(change_grants(&grant_delete, prefix, grantee));
 }
 
 /*

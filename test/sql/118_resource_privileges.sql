@@ -83,7 +83,7 @@ RESET ROLE;
 
 -- The owner may let another role grant; a revoke opens the names again.
 GRANT EXECUTE ON FUNCTION fencelock.grant_resources(text, regrole),
-    fencelock.revoke_resources(text, regrole) TO tenant_ops;
+    fencelock.revoke_resources(text, text) TO tenant_ops;
 SET ROLE tenant_ops;
 SELECT fencelock.grant_resources('tenant-1:', 'app') AS granted;
 SELECT fencelock.revoke_resources('order-', 'app') AS revoked;
@@ -106,7 +106,7 @@ SELECT prefix, grantee FROM fencelock.resource_privileges ORDER BY 1, 2;
 -- Clean up.
 SELECT fencelock.revoke_resources(p.prefix, p.grantee) FROM fencelock.resource_privileges AS p;
 REVOKE EXECUTE ON FUNCTION fencelock.grant_resources(text, regrole),
-    fencelock.revoke_resources(text, regrole) FROM tenant_ops;
+    fencelock.revoke_resources(text, text) FROM tenant_ops;
 DROP TABLE orders;
 DROP ROLE app_worker, app, mallory, tenant_ops;
 TRUNCATE fencelock.lease, fencelock.fence_floor;
