@@ -1,6 +1,79 @@
 -- fencelock 0.3.0 -> 0.4.0: the second hardening round (issue 20).
 \echo Use "ALTER EXTENSION fencelock UPDATE TO '0.4.0'" to load this file. \quit
 
+-- == EXECUTE on the functions this update creates (issue 35) ==
+-- Each function this script creates ends with EXECUTE as restrictive as the 0.3.0 function it
+-- extends, or, for the administrators' functions, as a fresh install's: the rules are at the end
+-- of this script, applied by update_carry_execute below; both helpers are dropped there.
+-- 0.3.0's functions, their privileges and owners, before anything changes:
+CREATE TABLE fencelock.update_0_3_0_functions AS
+SELECT p.oid AS fn,
+       pg_catalog.format('%s(%s)', p.proname, pg_catalog.oidvectortypes(p.proargtypes)) AS signature,
+       p.proacl AS acl,
+       p.proowner AS owner
+  FROM pg_catalog.pg_proc p
+ WHERE p.pronamespace OPERATOR(pg_catalog.=) 'fencelock'::pg_catalog.regnamespace;
+
+-- Gives target the EXECUTE privileges of acl (a 0.3.0 function's, of owner): revoked from PUBLIC
+-- unless acl grants it, granted to every role acl names (but owner, whose place the target's own
+-- owner takes), WITH GRANT OPTION where acl has it.  The grantor is the target's owner, whoever
+-- granted the original.  A NULL acl (the default: PUBLIC executes) leaves the target as this script
+-- made it.
+-- PostgreSQL records every grant an extension script makes as the object's initial privileges,
+-- which pg_dump leaves out: the target keeps the initial privileges it had before (a fresh
+-- install's), so a dump holds the carried ones as the database's own; from 17 on, the roles'
+-- shared dependencies on the initial privileges ('i') are put back with them.
+CREATE FUNCTION fencelock.update_carry_execute(target pg_catalog.regprocedure,
+                                               acl pg_catalog.aclitem[], owner pg_catalog.oid)
+RETURNS pg_catalog.void
+LANGUAGE plpgsql SET search_path = pg_catalog, pg_temp
+AS $fn$
+DECLARE
+    init pg_catalog.aclitem[];
+    init_deps pg_catalog.pg_shdepend[];
+    this_db pg_catalog.oid;
+    a record;
+BEGIN
+    IF acl IS NULL THEN
+        RETURN;
+    END IF;
+    SELECT d.oid INTO this_db FROM pg_catalog.pg_database d
+     WHERE d.datname OPERATOR(pg_catalog.=) pg_catalog.current_database();
+    SELECT i.initprivs INTO init FROM pg_catalog.pg_init_privs i
+     WHERE i.classoid OPERATOR(pg_catalog.=) 'pg_catalog.pg_proc'::pg_catalog.regclass
+       AND i.objoid OPERATOR(pg_catalog.=) target AND i.objsubid OPERATOR(pg_catalog.=) 0;
+    SELECT pg_catalog.array_agg(s) INTO init_deps FROM pg_catalog.pg_shdepend s
+     WHERE s.dbid OPERATOR(pg_catalog.=) this_db
+       AND s.classid OPERATOR(pg_catalog.=) 'pg_catalog.pg_proc'::pg_catalog.regclass
+       AND s.objid OPERATOR(pg_catalog.=) target AND s.deptype OPERATOR(pg_catalog.=) 'i';
+
+    EXECUTE pg_catalog.format('REVOKE ALL ON FUNCTION %s FROM PUBLIC', target);
+    FOR a IN SELECT e.grantee, pg_catalog.bool_or(e.is_grantable) AS is_grantable
+               FROM pg_catalog.aclexplode(acl) e
+              WHERE e.privilege_type OPERATOR(pg_catalog.=) 'EXECUTE'
+                AND e.grantee OPERATOR(pg_catalog.<>) owner
+              GROUP BY e.grantee LOOP
+        EXECUTE pg_catalog.format('GRANT EXECUTE ON FUNCTION %s TO %s%s', target,
+            CASE WHEN a.grantee OPERATOR(pg_catalog.=) 0 THEN 'PUBLIC'
+                 ELSE a.grantee::pg_catalog.regrole::pg_catalog.text END,
+            CASE WHEN a.is_grantable THEN ' WITH GRANT OPTION' ELSE '' END);
+    END LOOP;
+
+    DELETE FROM pg_catalog.pg_init_privs i
+     WHERE i.classoid OPERATOR(pg_catalog.=) 'pg_catalog.pg_proc'::pg_catalog.regclass
+       AND i.objoid OPERATOR(pg_catalog.=) target AND i.objsubid OPERATOR(pg_catalog.=) 0;
+    IF init IS NOT NULL THEN
+        INSERT INTO pg_catalog.pg_init_privs (objoid, classoid, objsubid, privtype, initprivs)
+        VALUES (target, 'pg_catalog.pg_proc'::pg_catalog.regclass, 0, 'e', init);
+    END IF;
+    DELETE FROM pg_catalog.pg_shdepend s
+     WHERE s.dbid OPERATOR(pg_catalog.=) this_db
+       AND s.classid OPERATOR(pg_catalog.=) 'pg_catalog.pg_proc'::pg_catalog.regclass
+       AND s.objid OPERATOR(pg_catalog.=) target AND s.deptype OPERATOR(pg_catalog.=) 'i';
+    INSERT INTO pg_catalog.pg_shdepend SELECT * FROM pg_catalog.unnest(init_deps);
+END
+$fn$;
+
 -- == the inheritance guard checks the command's own tables (issue 20, defect 4) ==
 -- First in this script: 0.3.0's guard checks every inheritance child of the database after each
 -- CREATE TABLE or ALTER TABLE, so one child without its parent's fence trigger anywhere would make
@@ -138,11 +211,9 @@ REVOKE EXECUTE ON FUNCTION fencelock.resource_stats_reset() FROM PUBLIC;
 -- overload could add the form: one with a boolean fourth parameter makes
 -- acquire(r, o, ttl, '5 seconds') ambiguous, and defaults on the waiting one make
 -- acquire(r, o, ttl) ambiguous.  The three overloads it replaces hand it their privileges (those
--- of the one-try form; the update refuses to guess when the three differ).
+-- of the one-try form, by the rules at the end of this script; the update refuses to guess when
+-- the three differ).
 DO $fl$
-DECLARE
-    acl pg_catalog.aclitem[];
-    a record;
 BEGIN
     IF (SELECT pg_catalog.count(DISTINCT COALESCE(p.proacl::pg_catalog.text, ''))
           FROM pg_catalog.pg_proc p
@@ -152,9 +223,6 @@ BEGIN
             USING ERRCODE = '55000',
                   HINT = 'Grant or revoke EXECUTE on all three alike, then update: 0.4.0 has one acquire function.';
     END IF;
-    SELECT p.proacl INTO acl FROM pg_catalog.pg_proc p
-     WHERE p.oid OPERATOR(pg_catalog.=)
-           'fencelock.acquire(pg_catalog.text, pg_catalog.text, pg_catalog.interval)'::pg_catalog.regprocedure;
     DROP FUNCTION fencelock.acquire(pg_catalog.text, pg_catalog.text, pg_catalog.interval);
     DROP FUNCTION fencelock.acquire(pg_catalog.text, pg_catalog.text, pg_catalog.interval,
                                     pg_catalog.interval);
@@ -167,18 +235,6 @@ BEGIN
     RETURNS pg_catalog.int8
     AS 'MODULE_PATHNAME', 'fencelock_acquire_0_4'
     LANGUAGE C VOLATILE;
-    IF acl IS NOT NULL THEN
-        REVOKE ALL ON FUNCTION fencelock.acquire(pg_catalog.text, pg_catalog.text,
-            pg_catalog.interval, pg_catalog.interval, pg_catalog.bool) FROM PUBLIC;
-        FOR a IN SELECT e.grantee, e.is_grantable FROM pg_catalog.aclexplode(acl) e
-                  WHERE e.privilege_type OPERATOR(pg_catalog.=) 'EXECUTE' LOOP
-            EXECUTE pg_catalog.format('GRANT EXECUTE ON FUNCTION fencelock.acquire(pg_catalog.text, '
-                'pg_catalog.text, pg_catalog.interval, pg_catalog.interval, pg_catalog.bool) TO %s%s',
-                CASE WHEN a.grantee OPERATOR(pg_catalog.=) 0 THEN 'PUBLIC'
-                     ELSE a.grantee::pg_catalog.regrole::pg_catalog.text END,
-                CASE WHEN a.is_grantable THEN ' WITH GRANT OPTION' ELSE '' END);
-        END LOOP;
-    END IF;
 END
 $fl$;
 -- == a value on the lease (issue 27) ==
@@ -201,56 +257,18 @@ AS 'MODULE_PATHNAME', 'fencelock_set_value'
 LANGUAGE C VOLATILE;
 
 -- acquire gains value (default NULL: none), last; replaced, not overloaded (an overload with a
--- default would make every shorter call ambiguous), its privileges carried over.
-DO $fl$
-DECLARE
-    acl pg_catalog.aclitem[];
-    a record;
-BEGIN
-    SELECT p.proacl INTO acl FROM pg_catalog.pg_proc p
-     WHERE p.oid OPERATOR(pg_catalog.=)
-           'fencelock.acquire(pg_catalog.text, pg_catalog.text, pg_catalog.interval, pg_catalog.interval, pg_catalog.bool)'::pg_catalog.regprocedure;
-    DROP FUNCTION fencelock.acquire(pg_catalog.text, pg_catalog.text, pg_catalog.interval,
-                                    pg_catalog.interval, pg_catalog.bool);
-    CREATE FUNCTION fencelock.acquire(resource pg_catalog.text, owner pg_catalog.text,
-                                      ttl pg_catalog.interval DEFAULT fencelock.default_ttl(),
-                                      wait pg_catalog.interval DEFAULT '0',
-                                      session pg_catalog.bool DEFAULT false,
-                                      value pg_catalog.jsonb DEFAULT NULL)
-    RETURNS pg_catalog.int8
-    AS 'MODULE_PATHNAME', 'fencelock_acquire_0_4'
-    LANGUAGE C VOLATILE;
-    IF acl IS NOT NULL THEN
-        REVOKE ALL ON FUNCTION fencelock.acquire(pg_catalog.text, pg_catalog.text,
-            pg_catalog.interval, pg_catalog.interval, pg_catalog.bool, pg_catalog.jsonb) FROM PUBLIC;
-        FOR a IN SELECT e.grantee, e.is_grantable FROM pg_catalog.aclexplode(acl) e
-                  WHERE e.privilege_type OPERATOR(pg_catalog.=) 'EXECUTE' LOOP
-            EXECUTE pg_catalog.format('GRANT EXECUTE ON FUNCTION fencelock.acquire(pg_catalog.text, '
-                'pg_catalog.text, pg_catalog.interval, pg_catalog.interval, pg_catalog.bool, '
-                'pg_catalog.jsonb) TO %s%s',
-                CASE WHEN a.grantee OPERATOR(pg_catalog.=) 0 THEN 'PUBLIC'
-                     ELSE a.grantee::pg_catalog.regrole::pg_catalog.text END,
-                CASE WHEN a.is_grantable THEN ' WITH GRANT OPTION' ELSE '' END);
-        END LOOP;
-    END IF;
-    -- PostgreSQL records the grants an extension script makes as the object's initial privileges,
-    -- which pg_dump leaves out: the carried ones are the database's own, so the initial ones are
-    -- a fresh install's (none: PUBLIC executes), and a dump keeps the carried ones.
-    -- From 17 on, each role named in the initial privileges has a shared dependency on the
-    -- object ('i'): those go too, or the roles could never be dropped.
-    DELETE FROM pg_catalog.pg_init_privs i
-     WHERE i.classoid OPERATOR(pg_catalog.=) 'pg_catalog.pg_proc'::pg_catalog.regclass
-       AND i.objoid OPERATOR(pg_catalog.=) 'fencelock.acquire(pg_catalog.text, pg_catalog.text, pg_catalog.interval, pg_catalog.interval, pg_catalog.bool, pg_catalog.jsonb)'::pg_catalog.regprocedure;
-    IF pg_catalog.current_setting('server_version_num')::pg_catalog.int4 OPERATOR(pg_catalog.>=) 170000 THEN
-        DELETE FROM pg_catalog.pg_shdepend s
-         WHERE s.dbid OPERATOR(pg_catalog.=) (SELECT d.oid FROM pg_catalog.pg_database d
-                                               WHERE d.datname OPERATOR(pg_catalog.=) pg_catalog.current_database())
-           AND s.classid OPERATOR(pg_catalog.=) 'pg_catalog.pg_proc'::pg_catalog.regclass
-           AND s.objid OPERATOR(pg_catalog.=) 'fencelock.acquire(pg_catalog.text, pg_catalog.text, pg_catalog.interval, pg_catalog.interval, pg_catalog.bool, pg_catalog.jsonb)'::pg_catalog.regprocedure
-           AND s.deptype OPERATOR(pg_catalog.=) 'i';
-    END IF;
-END
-$fl$;
+-- default would make every shorter call ambiguous), its privileges carried over (the rules at the
+-- end of this script).
+DROP FUNCTION fencelock.acquire(pg_catalog.text, pg_catalog.text, pg_catalog.interval,
+                                pg_catalog.interval, pg_catalog.bool);
+CREATE FUNCTION fencelock.acquire(resource pg_catalog.text, owner pg_catalog.text,
+                                  ttl pg_catalog.interval DEFAULT fencelock.default_ttl(),
+                                  wait pg_catalog.interval DEFAULT '0',
+                                  session pg_catalog.bool DEFAULT false,
+                                  value pg_catalog.jsonb DEFAULT NULL)
+RETURNS pg_catalog.int8
+AS 'MODULE_PATHNAME', 'fencelock_acquire_0_4'
+LANGUAGE C VOLATILE;
 
 -- leases gains value: the held grant's (NULL once it is released, expired, ended or replaced).
 -- Everyone who reads leases reads it.
@@ -404,7 +422,8 @@ SELECT l.resource,
                    AND (l.session_id IS NULL OR fencelock.session_alive(l.session_id)) AS live) AS s;
 
 -- stats gains shared_grants and permit_grants (of grants; before stats_reset, the last column).
--- The view and its function are replaced, their privileges carried over (as acquire's above).
+-- The view and its function are replaced, their privileges carried over (the view's here, the
+-- function's by the rules at the end of this script).
 -- Objects of the database's own that depend on the view would keep it from being dropped: the
 -- update refuses, naming them.
 DO $fl$
@@ -412,7 +431,6 @@ DECLARE
     view_acl pg_catalog.aclitem[];
     view_owner pg_catalog.oid;
     new_owner pg_catalog.oid;
-    fn_acl pg_catalog.aclitem[];
     deps pg_catalog.text;
     a record;
 BEGIN
@@ -436,8 +454,6 @@ BEGIN
     END IF;
     SELECT c.relacl, c.relowner INTO view_acl, view_owner FROM pg_catalog.pg_class c
      WHERE c.oid OPERATOR(pg_catalog.=) 'fencelock.stats'::pg_catalog.regclass;
-    SELECT p.proacl INTO fn_acl FROM pg_catalog.pg_proc p
-     WHERE p.oid OPERATOR(pg_catalog.=) 'fencelock.read_stats()'::pg_catalog.regprocedure;
     DROP VIEW fencelock.stats;
     DROP FUNCTION fencelock.read_stats();
     CREATE FUNCTION fencelock.read_stats(
@@ -466,18 +482,8 @@ BEGIN
                 CASE WHEN a.is_grantable THEN ' WITH GRANT OPTION' ELSE '' END);
         END LOOP;
     END IF;
-    IF fn_acl IS NOT NULL THEN
-        REVOKE ALL ON FUNCTION fencelock.read_stats() FROM PUBLIC;
-        FOR a IN SELECT e.grantee, e.is_grantable FROM pg_catalog.aclexplode(fn_acl) e
-                  WHERE e.privilege_type OPERATOR(pg_catalog.=) 'EXECUTE' LOOP
-            EXECUTE pg_catalog.format('GRANT EXECUTE ON FUNCTION fencelock.read_stats() TO %s%s',
-                CASE WHEN a.grantee OPERATOR(pg_catalog.=) 0 THEN 'PUBLIC'
-                     ELSE a.grantee::pg_catalog.regrole::pg_catalog.text END,
-                CASE WHEN a.is_grantable THEN ' WITH GRANT OPTION' ELSE '' END);
-        END LOOP;
-    END IF;
-    -- The initial privileges (see acquire's above) are a fresh install's: the view read by
-    -- PUBLIC, the function with none of its own.
+    -- The initial privileges (see update_carry_execute at the top) are a fresh install's: the
+    -- view read by PUBLIC.
     DELETE FROM pg_catalog.pg_init_privs i
      WHERE i.classoid OPERATOR(pg_catalog.=) 'pg_catalog.pg_class'::pg_catalog.regclass
        AND i.objoid OPERATOR(pg_catalog.=) 'fencelock.stats'::pg_catalog.regclass;
@@ -485,21 +491,77 @@ BEGIN
     VALUES ('fencelock.stats'::pg_catalog.regclass, 'pg_catalog.pg_class'::pg_catalog.regclass, 0,
             'e', pg_catalog.array_append(pg_catalog.acldefault('r', new_owner),
                                          pg_catalog.makeaclitem(0, new_owner, 'SELECT', false)));
-    DELETE FROM pg_catalog.pg_init_privs i
-     WHERE i.classoid OPERATOR(pg_catalog.=) 'pg_catalog.pg_proc'::pg_catalog.regclass
-       AND i.objoid OPERATOR(pg_catalog.=) 'fencelock.read_stats()'::pg_catalog.regprocedure;
-    -- The roles' shared dependencies on them (17 on, see acquire's above): the view keeps its
-    -- owner's only (none for a pinned owner, which has none recorded), the function none.
+    -- The roles' shared dependencies on them (17 on): the view keeps its owner's only (none for
+    -- a pinned owner, which has none recorded).
     IF pg_catalog.current_setting('server_version_num')::pg_catalog.int4 OPERATOR(pg_catalog.>=) 170000 THEN
         DELETE FROM pg_catalog.pg_shdepend s
          WHERE s.dbid OPERATOR(pg_catalog.=) (SELECT d.oid FROM pg_catalog.pg_database d
                                                WHERE d.datname OPERATOR(pg_catalog.=) pg_catalog.current_database())
            AND s.deptype OPERATOR(pg_catalog.=) 'i'
-           AND ((s.classid OPERATOR(pg_catalog.=) 'pg_catalog.pg_proc'::pg_catalog.regclass
-                 AND s.objid OPERATOR(pg_catalog.=) 'fencelock.read_stats()'::pg_catalog.regprocedure)
-             OR (s.classid OPERATOR(pg_catalog.=) 'pg_catalog.pg_class'::pg_catalog.regclass
-                 AND s.objid OPERATOR(pg_catalog.=) 'fencelock.stats'::pg_catalog.regclass
-                 AND s.refobjid OPERATOR(pg_catalog.<>) new_owner));
+           AND s.classid OPERATOR(pg_catalog.=) 'pg_catalog.pg_class'::pg_catalog.regclass
+           AND s.objid OPERATOR(pg_catalog.=) 'fencelock.stats'::pg_catalog.regclass
+           AND s.refobjid OPERATOR(pg_catalog.<>) new_owner;
     END IF;
 END
 $fl$;
+
+-- == EXECUTE on the functions this update created (issue 35) ==
+-- Every function of the extension that 0.3.0 did not have gets a rule: a new entry point takes the
+-- privileges of the 0.3.0 function it extends (a database that revoked acquire from PUBLIC and
+-- granted it to its application does the same for acquire_shared), the administrators' keep a
+-- fresh install's (revoked from PUBLIC above, granted to nobody).  A function without a rule ends
+-- the update: whoever adds a function to this script gives it one.
+DO $fl$
+DECLARE
+    -- target: the function; source: the 0.3.0 function it extends, or NULL
+    rules CONSTANT pg_catalog.text[] := ARRAY[
+        -- the one acquire (0.3.0's three have the same privileges, checked above)
+        ['acquire(text, text, interval, interval, boolean, jsonb)', 'acquire(text, text, interval)'],
+        ['acquire_shared(text, text, interval, interval, boolean, jsonb)', 'acquire(text, text, interval)'],
+        ['acquire_permit(text, text, interval, integer, interval, boolean, jsonb)', 'acquire(text, text, interval)'],
+        ['acquire_xact(text, text, interval)', 'acquire(text, text, interval)'],
+        ['set_value(text, text, jsonb)', 'acquire(text, text, interval)'],
+        ['renew(text, text, interval, bigint)', 'renew(text, text, interval)'],
+        ['release(text, text, bigint)', 'release(text, text)'],
+        ['read_stats()', 'read_stats()'],
+        ['read_resource_stats()', 'read_stats()'],
+        ['read_resource_stats_info()', 'read_stats()'],
+        -- the administrators': as a fresh install
+        ['raise_fences(bigint)', NULL],
+        ['grant_resources(text, regrole)', NULL],
+        ['revoke_resources(text, regrole)', NULL],
+        ['resource_stats_reset()', NULL],
+        ['update_carry_execute(regprocedure, aclitem[], oid)', NULL]];
+    r record;
+    missing pg_catalog.text;
+BEGIN
+    SELECT pg_catalog.string_agg(n.signature, ', ' ORDER BY n.signature) INTO missing
+      FROM (SELECT pg_catalog.format('%s(%s)', p.proname,
+                                     pg_catalog.oidvectortypes(p.proargtypes)) AS signature
+              FROM pg_catalog.pg_proc p
+             WHERE p.pronamespace OPERATOR(pg_catalog.=) 'fencelock'::pg_catalog.regnamespace
+               AND NOT EXISTS (SELECT FROM fencelock.update_0_3_0_functions o
+                                WHERE o.fn OPERATOR(pg_catalog.=) p.oid)) n
+     WHERE NOT EXISTS (SELECT FROM pg_catalog.generate_subscripts(rules, 1) i
+                        WHERE rules[i][1] OPERATOR(pg_catalog.=) n.signature);
+    IF missing IS NOT NULL THEN
+        RAISE EXCEPTION 'no rule for the privileges of new function %', missing
+            USING ERRCODE = 'XX000',
+                  HINT = 'Give each function this script creates a rule (fencelock--0.3.0--0.4.0.sql).';
+    END IF;
+
+    FOR r IN SELECT p.oid::pg_catalog.regprocedure AS target, o.acl, o.owner
+               FROM pg_catalog.generate_subscripts(rules, 1) i
+               JOIN fencelock.update_0_3_0_functions o
+                 ON o.signature OPERATOR(pg_catalog.=) rules[i][2]
+               JOIN pg_catalog.pg_proc p
+                 ON p.pronamespace OPERATOR(pg_catalog.=) 'fencelock'::pg_catalog.regnamespace
+                AND pg_catalog.format('%s(%s)', p.proname, pg_catalog.oidvectortypes(p.proargtypes))
+                    OPERATOR(pg_catalog.=) rules[i][1] LOOP
+        PERFORM fencelock.update_carry_execute(r.target, r.acl, r.owner);
+    END LOOP;
+END
+$fl$;
+DROP FUNCTION fencelock.update_carry_execute(pg_catalog.regprocedure, pg_catalog.aclitem[],
+                                             pg_catalog.oid);
+DROP TABLE fencelock.update_0_3_0_functions;
