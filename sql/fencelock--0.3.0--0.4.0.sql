@@ -1,6 +1,63 @@
 -- fencelock 0.3.0 -> 0.4.0: the second hardening round (issue 20).
 \echo Use "ALTER EXTENSION fencelock UPDATE TO '0.4.0'" to load this file. \quit
 
+-- == the inheritance guard checks the command's own tables (issue 20, defect 4) ==
+-- First in this script: 0.3.0's guard checks every inheritance child of the database after each
+-- CREATE TABLE or ALTER TABLE, so one child without its parent's fence trigger anywhere would make
+-- the DDL below fail (and this update with it).
+--
+-- The guard (src/inhguard.c) now looks only at the tables a command created, attached, or gave
+-- or took a trigger, refuses a fence trigger on a parent whose inheritance children lack it, and
+-- only warns when check_function_bodies is off (as in a restore).  It sees CREATE FOREIGN TABLE,
+-- CREATE SCHEMA's tables and triggers dropped by any command too: the event trigger is made anew
+-- for its new tags (WHEN cannot be altered), under the same name, beside one on sql_drop.  A guard
+-- the database disabled (or enabled for replicas only, or always) stays so, both triggers.
+--
+-- It is the first function of this script in C that 0.3.0's library lacks: when the library this
+-- session uses is 0.3.0's, the update stops here with an error that says so (issue 35), not with
+-- 42883 naming a file that, on disk, has the function.  A server started with
+-- shared_preload_libraries = 'fencelock' keeps the library it started with until it restarts:
+-- every backend inherits the postmaster's mapping, and PostgreSQL looks a library up by its path
+-- among those already loaded before it reads the file (a session without preload that used
+-- fencelock before the new library was installed keeps its copy the same way).
+DO $fl$
+BEGIN
+    CREATE OR REPLACE FUNCTION fencelock.inheritance_guard() RETURNS pg_catalog.event_trigger
+    AS 'MODULE_PATHNAME', 'fencelock_inheritance_guard'
+    LANGUAGE C SET search_path = pg_catalog, pg_temp;
+EXCEPTION WHEN undefined_function THEN
+    RAISE EXCEPTION 'the fencelock library loaded in this session is older than 0.4.0'
+        USING ERRCODE = '55000',
+              DETAIL = pg_catalog.format('The update to 0.4.0 needs the functions of 0.4.0''s library: %s. A server started with shared_preload_libraries = ''fencelock'' keeps the library it started with until it restarts, and a session keeps the one it has loaded.', SQLERRM),
+              HINT = 'Install fencelock 0.4.0''s library, restart the server (without shared_preload_libraries, open a new session), then update again.';
+END
+$fl$;
+
+DO $fl$
+DECLARE
+    state pg_catalog."char";
+BEGIN
+    SELECT e.evtenabled INTO state FROM pg_catalog.pg_event_trigger e
+     WHERE e.evtname OPERATOR(pg_catalog.=) 'fencelock_inheritance_guard';
+    DROP EVENT TRIGGER fencelock_inheritance_guard;
+    CREATE EVENT TRIGGER fencelock_inheritance_guard ON ddl_command_end
+        WHEN TAG IN ('CREATE TABLE', 'CREATE FOREIGN TABLE', 'CREATE SCHEMA', 'ALTER TABLE',
+                     'ALTER FOREIGN TABLE', 'CREATE TRIGGER')
+        EXECUTE FUNCTION fencelock.inheritance_guard();
+    CREATE EVENT TRIGGER fencelock_inheritance_guard_drop ON sql_drop
+        EXECUTE FUNCTION fencelock.inheritance_guard();
+    IF state OPERATOR(pg_catalog.=) 'D' THEN
+        ALTER EVENT TRIGGER fencelock_inheritance_guard DISABLE;
+        ALTER EVENT TRIGGER fencelock_inheritance_guard_drop DISABLE;
+    ELSIF state OPERATOR(pg_catalog.=) 'R' THEN
+        ALTER EVENT TRIGGER fencelock_inheritance_guard ENABLE REPLICA;
+        ALTER EVENT TRIGGER fencelock_inheritance_guard_drop ENABLE REPLICA;
+    ELSIF state OPERATOR(pg_catalog.=) 'A' THEN
+        ALTER EVENT TRIGGER fencelock_inheritance_guard ENABLE ALWAYS;
+        ALTER EVENT TRIGGER fencelock_inheritance_guard_drop ENABLE ALWAYS;
+    END IF;
+END
+$fl$;
 -- == EXECUTE on the functions this update creates (issue 35) ==
 -- Each function this script creates ends with EXECUTE as restrictive as the 0.3.0 function it
 -- extends, or, for the administrators' functions, as a fresh install's: the rules are at the end
@@ -73,47 +130,6 @@ BEGIN
     INSERT INTO pg_catalog.pg_shdepend SELECT * FROM pg_catalog.unnest(init_deps);
 END
 $fn$;
-
--- == the inheritance guard checks the command's own tables (issue 20, defect 4) ==
--- First in this script: 0.3.0's guard checks every inheritance child of the database after each
--- CREATE TABLE or ALTER TABLE, so one child without its parent's fence trigger anywhere would make
--- the DDL below fail (and this update with it).
---
--- The guard (src/inhguard.c) now looks only at the tables a command created, attached, or gave
--- or took a trigger, refuses a fence trigger on a parent whose inheritance children lack it, and
--- only warns when check_function_bodies is off (as in a restore).  It sees CREATE FOREIGN TABLE,
--- CREATE SCHEMA's tables and triggers dropped by any command too: the event trigger is made anew
--- for its new tags (WHEN cannot be altered), under the same name, beside one on sql_drop.  A guard
--- the database disabled (or enabled for replicas only, or always) stays so, both triggers.
-CREATE OR REPLACE FUNCTION fencelock.inheritance_guard() RETURNS pg_catalog.event_trigger
-AS 'MODULE_PATHNAME', 'fencelock_inheritance_guard'
-LANGUAGE C SET search_path = pg_catalog, pg_temp;
-
-DO $fl$
-DECLARE
-    state pg_catalog."char";
-BEGIN
-    SELECT e.evtenabled INTO state FROM pg_catalog.pg_event_trigger e
-     WHERE e.evtname OPERATOR(pg_catalog.=) 'fencelock_inheritance_guard';
-    DROP EVENT TRIGGER fencelock_inheritance_guard;
-    CREATE EVENT TRIGGER fencelock_inheritance_guard ON ddl_command_end
-        WHEN TAG IN ('CREATE TABLE', 'CREATE FOREIGN TABLE', 'CREATE SCHEMA', 'ALTER TABLE',
-                     'ALTER FOREIGN TABLE', 'CREATE TRIGGER')
-        EXECUTE FUNCTION fencelock.inheritance_guard();
-    CREATE EVENT TRIGGER fencelock_inheritance_guard_drop ON sql_drop
-        EXECUTE FUNCTION fencelock.inheritance_guard();
-    IF state OPERATOR(pg_catalog.=) 'D' THEN
-        ALTER EVENT TRIGGER fencelock_inheritance_guard DISABLE;
-        ALTER EVENT TRIGGER fencelock_inheritance_guard_drop DISABLE;
-    ELSIF state OPERATOR(pg_catalog.=) 'R' THEN
-        ALTER EVENT TRIGGER fencelock_inheritance_guard ENABLE REPLICA;
-        ALTER EVENT TRIGGER fencelock_inheritance_guard_drop ENABLE REPLICA;
-    ELSIF state OPERATOR(pg_catalog.=) 'A' THEN
-        ALTER EVENT TRIGGER fencelock_inheritance_guard ENABLE ALWAYS;
-        ALTER EVENT TRIGGER fencelock_inheritance_guard_drop ENABLE ALWAYS;
-    END IF;
-END
-$fl$;
 -- == after restoring an older pg_dump: every fence from now on above a bound (issue 20) ==
 CREATE FUNCTION fencelock.raise_fences(above pg_catalog.int8)
 RETURNS pg_catalog.int8
