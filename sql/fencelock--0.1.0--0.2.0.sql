@@ -1,6 +1,80 @@
 -- fencelock 0.1.0 -> 0.2.0: task-table claiming; waiting, several resources, statistics, history.
 \echo Use "ALTER EXTENSION fencelock UPDATE TO '0.2.0'" to load this file. \quit
 
+-- == EXECUTE on the functions this update creates (issue 35) ==
+-- Each function this script creates ends with EXECUTE as restrictive as the function it extends
+-- of the version it updates, or, for the administrators' functions and for those that extend
+-- none, as a fresh install's: the rules are at the end of this script, applied by
+-- update_carry_execute below; both helpers are dropped there (the same two in every update
+-- script since 0.1.0 -> 0.2.0).  The functions before the update, their privileges and owners:
+CREATE TABLE fencelock.update_old_functions AS
+SELECT p.oid AS fn,
+       pg_catalog.format('%s(%s)', p.proname, pg_catalog.oidvectortypes(p.proargtypes)) AS signature,
+       p.proacl AS acl,
+       p.proowner AS owner
+  FROM pg_catalog.pg_proc p
+ WHERE p.pronamespace OPERATOR(pg_catalog.=) 'fencelock'::pg_catalog.regnamespace;
+
+-- Gives target the EXECUTE privileges of acl (an old function's, of owner): revoked from PUBLIC
+-- unless acl grants it, granted to every role acl names (but owner, whose place the target's own
+-- owner takes), WITH GRANT OPTION where acl has it.  The grantor is the target's owner, whoever
+-- granted the original.  A NULL acl (the default: PUBLIC executes) leaves the target as this script
+-- made it.
+-- PostgreSQL records every grant an extension script makes as the object's initial privileges,
+-- which pg_dump leaves out: the target keeps the initial privileges it had before (a fresh
+-- install's), so a dump holds the carried ones as the database's own; from 17 on, the roles'
+-- shared dependencies on the initial privileges ('i') are put back with them.
+CREATE FUNCTION fencelock.update_carry_execute(target pg_catalog.regprocedure,
+                                               acl pg_catalog.aclitem[], owner pg_catalog.oid)
+RETURNS pg_catalog.void
+LANGUAGE plpgsql SET search_path = pg_catalog, pg_temp
+AS $fn$
+DECLARE
+    init pg_catalog.aclitem[];
+    init_deps pg_catalog.pg_shdepend[];
+    this_db pg_catalog.oid;
+    a record;
+BEGIN
+    IF acl IS NULL THEN
+        RETURN;
+    END IF;
+    SELECT d.oid INTO this_db FROM pg_catalog.pg_database d
+     WHERE d.datname OPERATOR(pg_catalog.=) pg_catalog.current_database();
+    SELECT i.initprivs INTO init FROM pg_catalog.pg_init_privs i
+     WHERE i.classoid OPERATOR(pg_catalog.=) 'pg_catalog.pg_proc'::pg_catalog.regclass
+       AND i.objoid OPERATOR(pg_catalog.=) target AND i.objsubid OPERATOR(pg_catalog.=) 0;
+    SELECT pg_catalog.array_agg(s) INTO init_deps FROM pg_catalog.pg_shdepend s
+     WHERE s.dbid OPERATOR(pg_catalog.=) this_db
+       AND s.classid OPERATOR(pg_catalog.=) 'pg_catalog.pg_proc'::pg_catalog.regclass
+       AND s.objid OPERATOR(pg_catalog.=) target AND s.deptype OPERATOR(pg_catalog.=) 'i';
+
+    EXECUTE pg_catalog.format('REVOKE ALL ON FUNCTION %s FROM PUBLIC', target);
+    FOR a IN SELECT e.grantee, pg_catalog.bool_or(e.is_grantable) AS is_grantable
+               FROM pg_catalog.aclexplode(acl) e
+              WHERE e.privilege_type OPERATOR(pg_catalog.=) 'EXECUTE'
+                AND e.grantee OPERATOR(pg_catalog.<>) owner
+              GROUP BY e.grantee LOOP
+        EXECUTE pg_catalog.format('GRANT EXECUTE ON FUNCTION %s TO %s%s', target,
+            CASE WHEN a.grantee OPERATOR(pg_catalog.=) 0 THEN 'PUBLIC'
+                 ELSE a.grantee::pg_catalog.regrole::pg_catalog.text END,
+            CASE WHEN a.is_grantable THEN ' WITH GRANT OPTION' ELSE '' END);
+    END LOOP;
+
+    DELETE FROM pg_catalog.pg_init_privs i
+     WHERE i.classoid OPERATOR(pg_catalog.=) 'pg_catalog.pg_proc'::pg_catalog.regclass
+       AND i.objoid OPERATOR(pg_catalog.=) target AND i.objsubid OPERATOR(pg_catalog.=) 0;
+    IF init IS NOT NULL THEN
+        INSERT INTO pg_catalog.pg_init_privs (objoid, classoid, objsubid, privtype, initprivs)
+        VALUES (target, 'pg_catalog.pg_proc'::pg_catalog.regclass, 0, 'e', init);
+    END IF;
+    DELETE FROM pg_catalog.pg_shdepend s
+     WHERE s.dbid OPERATOR(pg_catalog.=) this_db
+       AND s.classid OPERATOR(pg_catalog.=) 'pg_catalog.pg_proc'::pg_catalog.regclass
+       AND s.objid OPERATOR(pg_catalog.=) target AND s.deptype OPERATOR(pg_catalog.=) 'i';
+    INSERT INTO pg_catalog.pg_shdepend SELECT * FROM pg_catalog.unnest(init_deps);
+END
+$fn$;
+
 -- The ttl a call gets when it names none: fencelock.default_ttl, or 30 seconds where the
 -- setting is not defined (the library not loaded yet in this session).
 CREATE FUNCTION fencelock.default_ttl()
@@ -204,3 +278,62 @@ SELECT l.resource,
        fencelock.waiters(l.resource) AS waiters
   FROM fencelock.lease AS l,
        LATERAL (SELECT pg_catalog.clock_timestamp() AS now) AS c;
+
+-- == EXECUTE on the functions this update created (issue 35) ==
+-- Every function of the extension that 0.1.0 did not have gets a rule: a new entry point takes the
+-- privileges of the 0.1.0 function it extends (a database that revoked acquire from PUBLIC does
+-- the same for the waiting acquire and acquire_all), the others keep a fresh install's.  A
+-- function without a rule ends the update.
+DO $fl$
+DECLARE
+    -- target: the function; source: the 0.1.0 function it extends, or NULL
+    rules CONSTANT pg_catalog.text[] := ARRAY[
+        ['acquire(text, text, interval, interval)', 'acquire(text, text, interval)'],
+        ['acquire_all(text[], text, interval, interval)', 'acquire(text, text, interval)'],
+        ['release_all(text[], text)', 'release(text, text)'],
+        -- extending none of 0.1.0's: as a fresh install
+        ['default_ttl()', NULL],
+        ['enable_tasks(regclass, name, name, name, name, name, name, name, name, name)', NULL],
+        ['claim(anyelement, text, interval, integer)', NULL],
+        ['heartbeat(regclass, anycompatible, bigint, interval)', NULL],
+        ['complete(regclass, anycompatible, bigint)', NULL],
+        ['fail(regclass, anycompatible, bigint, text, interval)', NULL],
+        ['read_stats()', NULL],
+        ['read_table_stats()', NULL],
+        ['waiters(text)', NULL],
+        -- the administrators': as a fresh install
+        ['stats_reset()', NULL],
+        ['update_carry_execute(regprocedure, aclitem[], oid)', NULL]];
+    r record;
+    missing pg_catalog.text;
+BEGIN
+    SELECT pg_catalog.string_agg(n.signature, ', ' ORDER BY n.signature) INTO missing
+      FROM (SELECT pg_catalog.format('%s(%s)', p.proname,
+                                     pg_catalog.oidvectortypes(p.proargtypes)) AS signature
+              FROM pg_catalog.pg_proc p
+             WHERE p.pronamespace OPERATOR(pg_catalog.=) 'fencelock'::pg_catalog.regnamespace
+               AND NOT EXISTS (SELECT FROM fencelock.update_old_functions o
+                                WHERE o.fn OPERATOR(pg_catalog.=) p.oid)) n
+     WHERE NOT EXISTS (SELECT FROM pg_catalog.generate_subscripts(rules, 1) i
+                        WHERE rules[i][1] OPERATOR(pg_catalog.=) n.signature);
+    IF missing IS NOT NULL THEN
+        RAISE EXCEPTION 'no rule for the privileges of new function %', missing
+            USING ERRCODE = 'XX000',
+                  HINT = 'Give each function this script creates a rule (fencelock--0.1.0--0.2.0.sql).';
+    END IF;
+
+    FOR r IN SELECT p.oid::pg_catalog.regprocedure AS target, o.acl, o.owner
+               FROM pg_catalog.generate_subscripts(rules, 1) i
+               JOIN fencelock.update_old_functions o
+                 ON o.signature OPERATOR(pg_catalog.=) rules[i][2]
+               JOIN pg_catalog.pg_proc p
+                 ON p.pronamespace OPERATOR(pg_catalog.=) 'fencelock'::pg_catalog.regnamespace
+                AND pg_catalog.format('%s(%s)', p.proname, pg_catalog.oidvectortypes(p.proargtypes))
+                    OPERATOR(pg_catalog.=) rules[i][1] LOOP
+        PERFORM fencelock.update_carry_execute(r.target, r.acl, r.owner);
+    END LOOP;
+END
+$fl$;
+DROP FUNCTION fencelock.update_carry_execute(pg_catalog.regprocedure, pg_catalog.aclitem[],
+                                             pg_catalog.oid);
+DROP TABLE fencelock.update_old_functions;

@@ -59,11 +59,12 @@ BEGIN
 END
 $fl$;
 -- == EXECUTE on the functions this update creates (issue 35) ==
--- Each function this script creates ends with EXECUTE as restrictive as the 0.3.0 function it
--- extends, or, for the administrators' functions, as a fresh install's: the rules are at the end
--- of this script, applied by update_carry_execute below; both helpers are dropped there.
--- 0.3.0's functions, their privileges and owners, before anything changes:
-CREATE TABLE fencelock.update_0_3_0_functions AS
+-- Each function this script creates ends with EXECUTE as restrictive as the function it extends
+-- of the version it updates, or, for the administrators' functions and for those that extend
+-- none, as a fresh install's: the rules are at the end of this script, applied by
+-- update_carry_execute below; both helpers are dropped there (the same two in every update
+-- script since 0.1.0 -> 0.2.0).  The functions before the update, their privileges and owners:
+CREATE TABLE fencelock.update_old_functions AS
 SELECT p.oid AS fn,
        pg_catalog.format('%s(%s)', p.proname, pg_catalog.oidvectortypes(p.proargtypes)) AS signature,
        p.proacl AS acl,
@@ -71,7 +72,7 @@ SELECT p.oid AS fn,
   FROM pg_catalog.pg_proc p
  WHERE p.pronamespace OPERATOR(pg_catalog.=) 'fencelock'::pg_catalog.regnamespace;
 
--- Gives target the EXECUTE privileges of acl (a 0.3.0 function's, of owner): revoked from PUBLIC
+-- Gives target the EXECUTE privileges of acl (an old function's, of owner): revoked from PUBLIC
 -- unless acl grants it, granted to every role acl names (but owner, whose place the target's own
 -- owner takes), WITH GRANT OPTION where acl has it.  The grantor is the target's owner, whoever
 -- granted the original.  A NULL acl (the default: PUBLIC executes) leaves the target as this script
@@ -556,7 +557,7 @@ BEGIN
                                      pg_catalog.oidvectortypes(p.proargtypes)) AS signature
               FROM pg_catalog.pg_proc p
              WHERE p.pronamespace OPERATOR(pg_catalog.=) 'fencelock'::pg_catalog.regnamespace
-               AND NOT EXISTS (SELECT FROM fencelock.update_0_3_0_functions o
+               AND NOT EXISTS (SELECT FROM fencelock.update_old_functions o
                                 WHERE o.fn OPERATOR(pg_catalog.=) p.oid)) n
      WHERE NOT EXISTS (SELECT FROM pg_catalog.generate_subscripts(rules, 1) i
                         WHERE rules[i][1] OPERATOR(pg_catalog.=) n.signature);
@@ -568,7 +569,7 @@ BEGIN
 
     FOR r IN SELECT p.oid::pg_catalog.regprocedure AS target, o.acl, o.owner
                FROM pg_catalog.generate_subscripts(rules, 1) i
-               JOIN fencelock.update_0_3_0_functions o
+               JOIN fencelock.update_old_functions o
                  ON o.signature OPERATOR(pg_catalog.=) rules[i][2]
                JOIN pg_catalog.pg_proc p
                  ON p.pronamespace OPERATOR(pg_catalog.=) 'fencelock'::pg_catalog.regnamespace
@@ -580,4 +581,4 @@ END
 $fl$;
 DROP FUNCTION fencelock.update_carry_execute(pg_catalog.regprocedure, pg_catalog.aclitem[],
                                              pg_catalog.oid);
-DROP TABLE fencelock.update_0_3_0_functions;
+DROP TABLE fencelock.update_old_functions;

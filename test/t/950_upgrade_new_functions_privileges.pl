@@ -77,11 +77,13 @@ my %custom_acl = (
 	renew => "$owner=X/$owner,app=X/$owner",
 	release => "$owner=X/$owner,app=X/$owner");
 
-foreach my $db (qw(custom defaults))
-{
-	$node->safe_psql('postgres', "CREATE DATABASE $db");
-	$node->safe_psql($db, q{CREATE EXTENSION fencelock VERSION '0.3.0'});
-	$node->safe_psql($db, q{
+# The same customisation of 0.1.0, updated through every script at once: there acquire_all and
+# release_all (0.2.0) are new as well, and extend acquire and release.
+my %extends_010 = (%extends,
+	'acquire_all(text[], text, interval, interval)' => 'acquire',
+	'release_all(text[], text)' => 'release');
+my %customise = (
+	'0.3.0' => q{
 		REVOKE EXECUTE ON FUNCTION fencelock.acquire(text, text, interval),
 		    fencelock.acquire(text, text, interval, interval),
 		    fencelock.acquire(text, text, interval, interval, boolean),
@@ -90,8 +92,21 @@ foreach my $db (qw(custom defaults))
 		    fencelock.acquire(text, text, interval, interval),
 		    fencelock.acquire(text, text, interval, interval, boolean) TO app WITH GRANT OPTION;
 		GRANT EXECUTE ON FUNCTION fencelock.renew(text, text, interval),
-		    fencelock.release(text, text) TO app;
-	}) if $db eq 'custom';
+		    fencelock.release(text, text) TO app;},
+	'0.1.0' => q{
+		REVOKE EXECUTE ON FUNCTION fencelock.acquire(text, text, interval),
+		    fencelock.renew(text, text, interval), fencelock.release(text, text) FROM PUBLIC;
+		GRANT EXECUTE ON FUNCTION fencelock.acquire(text, text, interval) TO app WITH GRANT OPTION;
+		GRANT EXECUTE ON FUNCTION fencelock.renew(text, text, interval),
+		    fencelock.release(text, text) TO app;});
+
+foreach my $case ([ 'custom', '0.3.0', \%extends ], [ 'defaults', '0.3.0', {} ],
+	[ 'custom_010', '0.1.0', \%extends_010 ], [ 'defaults_010', '0.1.0', {} ])
+{
+	my ($db, $version, $extends) = @$case;
+	$node->safe_psql('postgres', "CREATE DATABASE $db");
+	$node->safe_psql($db, qq{CREATE EXTENSION fencelock VERSION '$version'});
+	$node->safe_psql($db, $customise{$version}) if %$extends;
 	$node->safe_psql($db, 'ALTER EXTENSION fencelock UPDATE');
 
 	$node->command_ok([ 'pg_dump', '-d', $node->connstr($db), '-f', "$tmp/$db.sql" ],
@@ -109,8 +124,8 @@ foreach my $db (qw(custom defaults))
 			"$copy: the functions of a fresh install");
 		foreach my $fn (sort keys %$fresh)
 		{
-			my $want = $db eq 'custom' && $extends{$fn}
-			  ? join(',', sort split /,/, $custom_acl{ $extends{$fn} }) : $fresh->{$fn}{acl};
+			my $want = $extends->{$fn}
+			  ? join(',', sort split /,/, $custom_acl{ $extends->{$fn} }) : $fresh->{$fn}{acl};
 			is($got->{$fn}{acl}, $want, "$copy: EXECUTE on $fn");
 			# The initial privileges are a fresh install's (what pg_dump compares with); a
 			# restore's come from its own fresh install.
@@ -118,12 +133,13 @@ foreach my $db (qw(custom defaults))
 		}
 	}
 }
-unlike(slurp_file("$tmp/defaults.sql"), qr/(GRANT|REVOKE) .* ON FUNCTION fencelock\./,
-	'a database that kept the defaults dumps no privileges on fencelock\'s functions');
+unlike(slurp_file("$tmp/$_.sql"), qr/(GRANT|REVOKE) .* ON FUNCTION fencelock\./,
+	"$_: a database that kept the defaults dumps no privileges on fencelock's functions")
+  foreach qw(defaults defaults_010);
 
 # The refused role calls none of the new entry points; the application calls them all, and may
 # pass acquire's on.
-foreach my $db (qw(custom custom_copy))
+foreach my $db (qw(custom custom_copy custom_010 custom_010_copy))
 {
 	my $fence = $node->safe_psql($db, q{
 		SET ROLE app;
@@ -135,6 +151,7 @@ foreach my $db (qw(custom custom_copy))
 		q{SELECT fencelock.acquire_permit('app:other', 'x', '1 day', 2)},
 		q{SELECT fencelock.acquire_xact('app:other', 'x')},
 		q{SELECT fencelock.acquire('app:other', 'x', '1 day')},
+		($db =~ /_010/ ? q{SELECT fencelock.acquire_all(ARRAY['app:other'], 'x', '1 day')} : ()),
 		qq{SELECT fencelock.release('app:job', 'app-1', $fence)},
 		qq{SELECT fencelock.renew('app:job', 'app-1', '1 second', $fence)},
 		q{SELECT fencelock.set_value('app:job', 'app-1', '"x"')})
@@ -168,7 +185,8 @@ is($node->safe_psql('defaults', q{
 
 # The roles can be dropped once their privileges are: the update left no shared dependency of
 # theirs on initial privileges (17 on), which DROP OWNED would not remove.
-$node->safe_psql($_, 'DROP OWNED BY app, app_helper CASCADE') foreach qw(custom custom_copy);
+$node->safe_psql($_, 'DROP OWNED BY app, app_helper CASCADE')
+  foreach qw(custom custom_copy custom_010 custom_010_copy);
 is($node->psql('postgres', 'DROP ROLE app_helper, app'), 0, 'the application\'s roles can be dropped');
 
 done_testing();
