@@ -23,9 +23,15 @@ use Test::More;
 my $node = fl_node('upgradeprivs', create => 0);
 my $tmp = PostgreSQL::Test::Utils::tempdir;
 
-# Each 0.4.0 function that extends a 0.3.0 entry point, by the one it extends (the test's own
-# list: a function the update adds must be listed here or be as a fresh install has it).
+# Each 0.4.0 function and view that extends a 0.3.0 entry point or view the database customised,
+# by the one it extends (the test's own list: an object the update adds must be listed here or be
+# as a fresh install has it).
 my %extends = (
+	'leases' => 'leases',
+	'lease_holders' => 'leases',
+	'stats' => 'stats',
+	'resource_stats' => 'stats',
+	'resource_stats_info' => 'stats',
 	'acquire(text, text, interval, interval, boolean, jsonb)' => 'acquire',
 	'acquire_shared(text, text, interval, interval, boolean, jsonb)' => 'acquire',
 	'acquire_permit(text, text, interval, integer, interval, boolean, jsonb)' => 'acquire',
@@ -36,16 +42,24 @@ my %extends = (
 	'release(text, text)' => 'release',
 	'release(text, text, bigint)' => 'release');
 
-# Every function of the extension: signature, sorted ACL (NULL: the default), initial privileges.
+# Every function (by signature), table and view of the extension: sorted ACL (NULL: the
+# default), initial privileges.
 my $acls_sql = q{
-	SELECT format('%s(%s)', p.proname, oidvectortypes(p.proargtypes)),
-	       coalesce((SELECT string_agg(a::text, ',' ORDER BY a::text) FROM unnest(p.proacl) a),
+	WITH o AS (
+	    SELECT 'pg_proc'::regclass AS cat, p.oid,
+	           format('%s(%s)', p.proname, oidvectortypes(p.proargtypes)) AS name, p.proacl AS acl
+	      FROM pg_proc p
+	    UNION ALL
+	    SELECT 'pg_class'::regclass, c.oid, c.relname, c.relacl
+	      FROM pg_class c WHERE c.relkind IN ('r', 'v', 'p'))
+	SELECT o.name,
+	       coalesce((SELECT string_agg(a::text, ',' ORDER BY a::text) FROM unnest(o.acl) a),
 	                'default'),
 	       coalesce((SELECT string_agg(a::text, ',' ORDER BY a::text)
 	                   FROM pg_init_privs i, unnest(i.initprivs) a
-	                  WHERE i.objoid = p.oid AND i.classoid = 'pg_proc'::regclass), 'none')
-	  FROM pg_proc p
-	  JOIN pg_depend d ON d.classid = 'pg_proc'::regclass AND d.objid = p.oid AND d.deptype = 'e'
+	                  WHERE i.objoid = o.oid AND i.classoid = o.cat AND i.objsubid = 0), 'none')
+	  FROM o
+	  JOIN pg_depend d ON d.classid = o.cat AND d.objid = o.oid AND d.deptype = 'e'
 	  JOIN pg_extension e ON e.oid = d.refobjid AND e.extname = 'fencelock'
 	 ORDER BY 1};
 
@@ -69,17 +83,26 @@ $node->safe_psql('fresh', 'CREATE EXTENSION fencelock');
 my $fresh = acls('fresh');
 ok(exists $fresh->{$_}, "a fresh install has $_") foreach sort keys %extends;
 
-# What the customised database's functions must have: the customised ACL of acquire (with grant
-# option), renew or release for those and the functions extending them, a fresh install's for
-# every other.
+# What the customised database's objects must have: the customised ACL of acquire (with grant
+# option), renew, release, leases or stats for those and what extends them, a fresh install's for
+# every other.  A view's: a fresh install's (the owner's privileges differ between majors) with
+# app reading it instead of PUBLIC.
+sub view_acl
+{
+	my ($fresh_acl) = @_;
+	return join(',', sort((grep { !/^=/ } split /,/, $fresh_acl), "app=r/$owner"));
+}
 my %custom_acl = (
 	acquire => "$owner=X/$owner,app=X*/$owner",
 	renew => "$owner=X/$owner,app=X/$owner",
-	release => "$owner=X/$owner,app=X/$owner");
+	release => "$owner=X/$owner,app=X/$owner",
+	leases => view_acl($fresh->{leases}{acl}),
+	stats => view_acl($fresh->{stats}{acl}));
 
 # The same customisation of 0.1.0, updated through every script at once: there acquire_all and
 # release_all (0.2.0) are new as well, and extend acquire and release.
 my %extends_010 = (%extends,
+	'stats' => undef, 'resource_stats' => undef, 'resource_stats_info' => undef,
 	'acquire_all(text[], text, interval, interval)' => 'acquire',
 	'release_all(text[], text)' => 'release');
 my %customise = (
@@ -92,13 +115,17 @@ my %customise = (
 		    fencelock.acquire(text, text, interval, interval),
 		    fencelock.acquire(text, text, interval, interval, boolean) TO app WITH GRANT OPTION;
 		GRANT EXECUTE ON FUNCTION fencelock.renew(text, text, interval),
-		    fencelock.release(text, text) TO app;},
+		    fencelock.release(text, text) TO app;
+		REVOKE SELECT ON fencelock.leases, fencelock.stats FROM PUBLIC;
+		GRANT SELECT ON fencelock.leases, fencelock.stats TO app;},
 	'0.1.0' => q{
 		REVOKE EXECUTE ON FUNCTION fencelock.acquire(text, text, interval),
 		    fencelock.renew(text, text, interval), fencelock.release(text, text) FROM PUBLIC;
 		GRANT EXECUTE ON FUNCTION fencelock.acquire(text, text, interval) TO app WITH GRANT OPTION;
 		GRANT EXECUTE ON FUNCTION fencelock.renew(text, text, interval),
-		    fencelock.release(text, text) TO app;});
+		    fencelock.release(text, text) TO app;
+		REVOKE SELECT ON fencelock.leases FROM PUBLIC;
+		GRANT SELECT ON fencelock.leases TO app;});
 
 foreach my $case ([ 'custom', '0.3.0', \%extends ], [ 'defaults', '0.3.0', {} ],
 	[ 'custom_010', '0.1.0', \%extends_010 ], [ 'defaults_010', '0.1.0', {} ])
@@ -121,20 +148,20 @@ foreach my $case ([ 'custom', '0.3.0', \%extends ], [ 'defaults', '0.3.0', {} ],
 	{
 		my $got = acls($copy);
 		is(join(' ', sort keys %$got), join(' ', sort keys %$fresh),
-			"$copy: the functions of a fresh install");
+			"$copy: the functions, tables and views of a fresh install");
 		foreach my $fn (sort keys %$fresh)
 		{
 			my $want = $extends->{$fn}
 			  ? join(',', sort split /,/, $custom_acl{ $extends->{$fn} }) : $fresh->{$fn}{acl};
-			is($got->{$fn}{acl}, $want, "$copy: EXECUTE on $fn");
+			is($got->{$fn}{acl}, $want, "$copy: privileges on $fn");
 			# The initial privileges are a fresh install's (what pg_dump compares with); a
 			# restore's come from its own fresh install.
 			is($got->{$fn}{init}, $fresh->{$fn}{init}, "$copy: initial privileges of $fn");
 		}
 	}
 }
-unlike(slurp_file("$tmp/$_.sql"), qr/(GRANT|REVOKE) .* ON FUNCTION fencelock\./,
-	"$_: a database that kept the defaults dumps no privileges on fencelock's functions")
+unlike(slurp_file("$tmp/$_.sql"), qr/(GRANT|REVOKE) .* ON (FUNCTION|TABLE) fencelock\./,
+	"$_: a database that kept the defaults dumps no privileges on fencelock's objects")
   foreach qw(defaults defaults_010);
 
 # The refused role calls none of the new entry points; the application calls them all, and may
@@ -154,7 +181,9 @@ foreach my $db (qw(custom custom_copy custom_010 custom_010_copy))
 		($db =~ /_010/ ? q{SELECT fencelock.acquire_all(ARRAY['app:other'], 'x', '1 day')} : ()),
 		qq{SELECT fencelock.release('app:job', 'app-1', $fence)},
 		qq{SELECT fencelock.renew('app:job', 'app-1', '1 second', $fence)},
-		q{SELECT fencelock.set_value('app:job', 'app-1', '"x"')})
+		q{SELECT fencelock.set_value('app:job', 'app-1', '"x"')},
+		q{SELECT count(*) FROM fencelock.lease_holders},
+		($db =~ /_010/ ? () : q{SELECT count(*) FROM fencelock.resource_stats}))
 	{
 		my ($state) = fl_error($node, $db, "SET ROLE intruder;\n$call;");
 		is($state, '42501', "$db: the refused role is refused: $call");
