@@ -296,10 +296,10 @@ SELECT l.resource,
        LATERAL (SELECT pg_catalog.clock_timestamp() AS now) AS c;
 
 -- == privileges of the objects this update created (issue 35) ==
--- Every function, table and view of the extension that 0.1.0 did not have gets a rule: what
--- extends an object of 0.1.0 takes its privileges (a database that revoked acquire from
--- PUBLIC does the same for the waiting acquire and acquire_all), the rest keeps a fresh install's.  An
--- object without a rule ends the update: whoever adds one to this script gives it a rule.
+-- Every function, table and view of the extension that 0.1.0 did not have gets a rule: what extends
+-- an object of 0.1.0 takes its privileges (a database that revoked acquire from PUBLIC does the
+-- same for the waiting acquire and acquire_all), the rest keeps a fresh install's.  An object
+-- without a rule ends the update: whoever adds one to this script gives it a rule.
 DO $fl$
 DECLARE
     -- target, and the 0.1.0 object it extends or NULL; a function by its signature

@@ -332,10 +332,10 @@ AS 'MODULE_PATHNAME', 'fencelock_complete_all'
 LANGUAGE C VOLATILE;
 
 -- == privileges of the objects this update created (issue 35) ==
--- Every function, table and view of the extension that 0.2.0 did not have gets a rule: what
--- extends an object of 0.2.0 takes its privileges (claim, enable_tasks, read_stats() and
--- stats, replaced, keep their own), the rest keeps a fresh install's.  An
--- object without a rule ends the update: whoever adds one to this script gives it a rule.
+-- Every function, table and view of the extension that 0.2.0 did not have gets a rule: what extends
+-- an object of 0.2.0 takes its privileges (claim, enable_tasks, read_stats() and stats, replaced,
+-- keep their own), the rest keeps a fresh install's.  An object without a rule ends the update:
+-- whoever adds one to this script gives it a rule.
 DO $fl$
 DECLARE
     -- target, and the 0.2.0 object it extends or NULL; a function by its signature

@@ -500,9 +500,9 @@ END
 $fl$;
 
 -- == privileges of the objects this update created (issue 35) ==
--- Every function, table and view of the extension that 0.3.0 did not have gets a rule: what
--- extends an object of 0.3.0 takes its privileges (a database that revoked acquire from
--- PUBLIC and granted it to its application does the same for acquire_shared), the rest keeps a fresh install's.  An
+-- Every function, table and view of the extension that 0.3.0 did not have gets a rule: what extends
+-- an object of 0.3.0 takes its privileges (a database that revoked acquire from PUBLIC and granted
+-- it to its application does the same for acquire_shared), the rest keeps a fresh install's.  An
 -- object without a rule ends the update: whoever adds one to this script gives it a rule.
 DO $fl$
 DECLARE
