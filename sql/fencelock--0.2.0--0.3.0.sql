@@ -1,6 +1,96 @@
 -- fencelock 0.2.0 -> 0.3.0: hardening, lease-bound writes.
 \echo Use "ALTER EXTENSION fencelock UPDATE TO '0.3.0'" to load this file. \quit
 
+-- == privileges of the objects this update creates (issue 35) ==
+-- Each function, table and view this script creates ends with privileges as restrictive as those
+-- of the object it extends of the version it updates, or, for the administrators' functions and
+-- for what extends nothing, as a fresh install's: the rules are at the end of this script, applied
+-- by update_carry_privileges below; both helpers are dropped there (the same two in every update
+-- script since 0.1.0 -> 0.2.0).  The objects before the update, their privileges and owners:
+CREATE TABLE fencelock.update_old_objects AS
+SELECT 'pg_catalog.pg_proc'::pg_catalog.regclass AS catalog, p.oid AS obj,
+       pg_catalog.format('%s(%s)', p.proname, pg_catalog.oidvectortypes(p.proargtypes)) AS name,
+       p.proacl AS acl, p.proowner AS owner
+  FROM pg_catalog.pg_proc p
+ WHERE p.pronamespace OPERATOR(pg_catalog.=) 'fencelock'::pg_catalog.regnamespace
+UNION ALL
+SELECT 'pg_catalog.pg_class'::pg_catalog.regclass, c.oid, c.relname::pg_catalog.text, c.relacl,
+       c.relowner
+  FROM pg_catalog.pg_class c
+ WHERE c.relnamespace OPERATOR(pg_catalog.=) 'fencelock'::pg_catalog.regnamespace
+   AND c.relkind OPERATOR(pg_catalog.=) ANY (ARRAY['r', 'v', 'p']::pg_catalog."char"[]);
+
+-- Gives target (a function, or a table or view: catalog says which) the privileges of acl (an old
+-- object's, of owner): revoked from PUBLIC unless acl grants them, granted to every role acl names
+-- (but owner, whose place the target's own owner takes), WITH GRANT OPTION where acl has it.  The
+-- grantor is the target's owner, whoever granted the original.  A function's NULL acl (the
+-- default: PUBLIC executes) leaves the target as this script made it.
+-- PostgreSQL records every grant an extension script makes as the object's initial privileges,
+-- which pg_dump leaves out: the target keeps the initial privileges it had before (a fresh
+-- install's), so a dump holds the carried ones as the database's own; from 17 on, the roles'
+-- shared dependencies on the initial privileges ('i') are put back with them.
+CREATE FUNCTION fencelock.update_carry_privileges(catalog pg_catalog.regclass,
+                                                  target pg_catalog.oid,
+                                                  acl pg_catalog.aclitem[], owner pg_catalog.oid)
+RETURNS pg_catalog.void
+LANGUAGE plpgsql SET search_path = pg_catalog, pg_temp
+AS $fn$
+DECLARE
+    is_function CONSTANT pg_catalog.bool :=
+        catalog OPERATOR(pg_catalog.=) 'pg_catalog.pg_proc'::pg_catalog.regclass;
+    what pg_catalog.text;
+    init pg_catalog.aclitem[];
+    init_deps pg_catalog.pg_shdepend[];
+    this_db pg_catalog.oid;
+    a record;
+BEGIN
+    IF is_function THEN
+        IF acl IS NULL THEN
+            RETURN;
+        END IF;
+        what := 'FUNCTION ' OPERATOR(pg_catalog.||) target::pg_catalog.regprocedure::pg_catalog.text;
+    ELSE
+        acl := COALESCE(acl, pg_catalog.acldefault('r', owner));
+        what := 'TABLE ' OPERATOR(pg_catalog.||) target::pg_catalog.regclass::pg_catalog.text;
+    END IF;
+    SELECT d.oid INTO this_db FROM pg_catalog.pg_database d
+     WHERE d.datname OPERATOR(pg_catalog.=) pg_catalog.current_database();
+    SELECT i.initprivs INTO init FROM pg_catalog.pg_init_privs i
+     WHERE i.classoid OPERATOR(pg_catalog.=) catalog
+       AND i.objoid OPERATOR(pg_catalog.=) target AND i.objsubid OPERATOR(pg_catalog.=) 0;
+    SELECT pg_catalog.array_agg(s) INTO init_deps FROM pg_catalog.pg_shdepend s
+     WHERE s.dbid OPERATOR(pg_catalog.=) this_db
+       AND s.classid OPERATOR(pg_catalog.=) catalog
+       AND s.objid OPERATOR(pg_catalog.=) target AND s.objsubid OPERATOR(pg_catalog.=) 0
+       AND s.deptype OPERATOR(pg_catalog.=) 'i';
+
+    EXECUTE pg_catalog.format('REVOKE ALL ON %s FROM PUBLIC', what);
+    FOR a IN SELECT e.grantee, e.privilege_type, pg_catalog.bool_or(e.is_grantable) AS is_grantable
+               FROM pg_catalog.aclexplode(acl) e
+              WHERE e.grantee OPERATOR(pg_catalog.<>) owner
+              GROUP BY e.grantee, e.privilege_type LOOP
+        EXECUTE pg_catalog.format('GRANT %s ON %s TO %s%s', a.privilege_type, what,
+            CASE WHEN a.grantee OPERATOR(pg_catalog.=) 0 THEN 'PUBLIC'
+                 ELSE a.grantee::pg_catalog.regrole::pg_catalog.text END,
+            CASE WHEN a.is_grantable THEN ' WITH GRANT OPTION' ELSE '' END);
+    END LOOP;
+
+    DELETE FROM pg_catalog.pg_init_privs i
+     WHERE i.classoid OPERATOR(pg_catalog.=) catalog
+       AND i.objoid OPERATOR(pg_catalog.=) target AND i.objsubid OPERATOR(pg_catalog.=) 0;
+    IF init IS NOT NULL THEN
+        INSERT INTO pg_catalog.pg_init_privs (objoid, classoid, objsubid, privtype, initprivs)
+        VALUES (target, catalog, 0, 'e', init);
+    END IF;
+    DELETE FROM pg_catalog.pg_shdepend s
+     WHERE s.dbid OPERATOR(pg_catalog.=) this_db
+       AND s.classid OPERATOR(pg_catalog.=) catalog
+       AND s.objid OPERATOR(pg_catalog.=) target AND s.objsubid OPERATOR(pg_catalog.=) 0
+       AND s.deptype OPERATOR(pg_catalog.=) 'i';
+    INSERT INTO pg_catalog.pg_shdepend SELECT * FROM pg_catalog.unnest(init_deps);
+END
+$fn$;
+
 -- == hardening (issue 10) ==
 
 -- === hardening: leases ===
@@ -240,3 +330,72 @@ CREATE FUNCTION fencelock.complete_all(tbl pg_catalog.regclass, ids anyarray,
 RETURNS pg_catalog.int8
 AS 'MODULE_PATHNAME', 'fencelock_complete_all'
 LANGUAGE C VOLATILE;
+
+-- == privileges of the objects this update created (issue 35) ==
+-- Every function, table and view of the extension that 0.2.0 did not have gets a rule: what extends
+-- an object of 0.2.0 takes its privileges (claim, enable_tasks, read_stats() and stats, replaced,
+-- keep their own), the rest keeps a fresh install's.  An object without a rule ends the update:
+-- whoever adds one to this script gives it a rule.
+DO $fl$
+DECLARE
+    -- target, and the 0.2.0 object it extends or NULL; a function by its signature
+    rules CONSTANT pg_catalog.text[] := ARRAY[
+        -- replacing or extending 0.2.0's
+        ['acquire(text, text, interval, interval, boolean)', 'acquire(text, text, interval)'],
+        ['claim(anyelement, text, interval, integer, interval)',
+         'claim(anyelement, text, interval, integer)'],
+        ['enable_tasks(regclass, name, name, name, name, name, name, name, name, name, name, interval, interval, text)',
+         'enable_tasks(regclass, name, name, name, name, name, name, name, name, name)'],
+        ['read_stats()', 'read_stats()'],
+        ['stats', 'stats'],
+        ['complete_all(regclass, anyarray, bigint[])', 'complete(regclass, anycompatible, bigint)'],
+        -- extending nothing of 0.2.0's: as a fresh install
+        ['session_alive(bigint)', NULL],
+        ['task_wake()', NULL],
+        ['task_waiters(regclass)', NULL],
+        ['purge_tasks(regclass, interval, boolean, integer)', NULL],
+        -- the administrators': as a fresh install
+        ['revoke(text)', NULL],
+        ['inheritance_guard()', NULL],
+        ['update_old_objects', NULL],
+        ['update_carry_privileges(regclass, oid, aclitem[], oid)', NULL]];
+    r record;
+    missing pg_catalog.text;
+BEGIN
+    CREATE TEMPORARY VIEW fencelock_objects AS
+    SELECT 'pg_catalog.pg_proc'::pg_catalog.regclass AS catalog, p.oid AS obj,
+           pg_catalog.format('%s(%s)', p.proname, pg_catalog.oidvectortypes(p.proargtypes)) AS name
+      FROM pg_catalog.pg_proc p
+     WHERE p.pronamespace OPERATOR(pg_catalog.=) 'fencelock'::pg_catalog.regnamespace
+    UNION ALL
+    SELECT 'pg_catalog.pg_class'::pg_catalog.regclass, c.oid, c.relname::pg_catalog.text
+      FROM pg_catalog.pg_class c
+     WHERE c.relnamespace OPERATOR(pg_catalog.=) 'fencelock'::pg_catalog.regnamespace
+       AND c.relkind OPERATOR(pg_catalog.=) ANY (ARRAY['r', 'v', 'p']::pg_catalog."char"[]);
+
+    SELECT pg_catalog.string_agg(n.name, ', ' ORDER BY n.name) INTO missing
+      FROM pg_temp.fencelock_objects n
+     WHERE NOT EXISTS (SELECT FROM fencelock.update_old_objects o
+                        WHERE o.catalog OPERATOR(pg_catalog.=) n.catalog
+                          AND o.obj OPERATOR(pg_catalog.=) n.obj)
+       AND NOT EXISTS (SELECT FROM pg_catalog.generate_subscripts(rules, 1) i
+                        WHERE rules[i][1] OPERATOR(pg_catalog.=) n.name);
+    IF missing IS NOT NULL THEN
+        RAISE EXCEPTION 'no rule for the privileges of new objects %', missing
+            USING ERRCODE = 'XX000',
+                  HINT = 'Give each object this script creates a rule (fencelock--0.2.0--0.3.0.sql).';
+    END IF;
+
+    FOR r IN SELECT n.catalog, n.obj, o.acl, o.owner
+               FROM pg_catalog.generate_subscripts(rules, 1) i
+               JOIN fencelock.update_old_objects o ON o.name OPERATOR(pg_catalog.=) rules[i][2]
+               JOIN pg_temp.fencelock_objects n ON n.name OPERATOR(pg_catalog.=) rules[i][1]
+                                               AND n.catalog OPERATOR(pg_catalog.=) o.catalog LOOP
+        PERFORM fencelock.update_carry_privileges(r.catalog, r.obj, r.acl, r.owner);
+    END LOOP;
+    DROP VIEW pg_temp.fencelock_objects;
+END
+$fl$;
+DROP FUNCTION fencelock.update_carry_privileges(pg_catalog.regclass, pg_catalog.oid,
+                                                pg_catalog.aclitem[], pg_catalog.oid);
+DROP TABLE fencelock.update_old_objects;

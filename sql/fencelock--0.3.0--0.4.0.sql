@@ -12,9 +12,26 @@
 -- CREATE SCHEMA's tables and triggers dropped by any command too: the event trigger is made anew
 -- for its new tags (WHEN cannot be altered), under the same name, beside one on sql_drop.  A guard
 -- the database disabled (or enabled for replicas only, or always) stays so, both triggers.
-CREATE OR REPLACE FUNCTION fencelock.inheritance_guard() RETURNS pg_catalog.event_trigger
-AS 'MODULE_PATHNAME', 'fencelock_inheritance_guard'
-LANGUAGE C SET search_path = pg_catalog, pg_temp;
+--
+-- It is the first function of this script in C that 0.3.0's library lacks: when the library this
+-- session uses is 0.3.0's, the update stops here with an error that says so (issue 35), not with
+-- 42883 naming a file that, on disk, has the function.  A server started with
+-- shared_preload_libraries = 'fencelock' keeps the library it started with until it restarts:
+-- every backend inherits the postmaster's mapping, and PostgreSQL looks a library up by its path
+-- among those already loaded before it reads the file (a session without preload that used
+-- fencelock before the new library was installed keeps its copy the same way).
+DO $fl$
+BEGIN
+    CREATE OR REPLACE FUNCTION fencelock.inheritance_guard() RETURNS pg_catalog.event_trigger
+    AS 'MODULE_PATHNAME', 'fencelock_inheritance_guard'
+    LANGUAGE C SET search_path = pg_catalog, pg_temp;
+EXCEPTION WHEN undefined_function THEN
+    RAISE EXCEPTION 'the fencelock library loaded in this session is older than 0.4.0'
+        USING ERRCODE = '55000',
+              DETAIL = pg_catalog.format('The update to 0.4.0 needs the functions of 0.4.0''s library: %s. A server started with shared_preload_libraries = ''fencelock'' keeps the library it started with until it restarts, and a session keeps the one it has loaded.', SQLERRM),
+              HINT = 'Install fencelock 0.4.0''s library, restart the server (without shared_preload_libraries, open a new session), then update again.';
+END
+$fl$;
 
 DO $fl$
 DECLARE
@@ -41,6 +58,95 @@ BEGIN
     END IF;
 END
 $fl$;
+-- == privileges of the objects this update creates (issue 35) ==
+-- Each function, table and view this script creates ends with privileges as restrictive as those
+-- of the object it extends of the version it updates, or, for the administrators' functions and
+-- for what extends nothing, as a fresh install's: the rules are at the end of this script, applied
+-- by update_carry_privileges below; both helpers are dropped there (the same two in every update
+-- script since 0.1.0 -> 0.2.0).  The objects before the update, their privileges and owners:
+CREATE TABLE fencelock.update_old_objects AS
+SELECT 'pg_catalog.pg_proc'::pg_catalog.regclass AS catalog, p.oid AS obj,
+       pg_catalog.format('%s(%s)', p.proname, pg_catalog.oidvectortypes(p.proargtypes)) AS name,
+       p.proacl AS acl, p.proowner AS owner
+  FROM pg_catalog.pg_proc p
+ WHERE p.pronamespace OPERATOR(pg_catalog.=) 'fencelock'::pg_catalog.regnamespace
+UNION ALL
+SELECT 'pg_catalog.pg_class'::pg_catalog.regclass, c.oid, c.relname::pg_catalog.text, c.relacl,
+       c.relowner
+  FROM pg_catalog.pg_class c
+ WHERE c.relnamespace OPERATOR(pg_catalog.=) 'fencelock'::pg_catalog.regnamespace
+   AND c.relkind OPERATOR(pg_catalog.=) ANY (ARRAY['r', 'v', 'p']::pg_catalog."char"[]);
+
+-- Gives target (a function, or a table or view: catalog says which) the privileges of acl (an old
+-- object's, of owner): revoked from PUBLIC unless acl grants them, granted to every role acl names
+-- (but owner, whose place the target's own owner takes), WITH GRANT OPTION where acl has it.  The
+-- grantor is the target's owner, whoever granted the original.  A function's NULL acl (the
+-- default: PUBLIC executes) leaves the target as this script made it.
+-- PostgreSQL records every grant an extension script makes as the object's initial privileges,
+-- which pg_dump leaves out: the target keeps the initial privileges it had before (a fresh
+-- install's), so a dump holds the carried ones as the database's own; from 17 on, the roles'
+-- shared dependencies on the initial privileges ('i') are put back with them.
+CREATE FUNCTION fencelock.update_carry_privileges(catalog pg_catalog.regclass,
+                                                  target pg_catalog.oid,
+                                                  acl pg_catalog.aclitem[], owner pg_catalog.oid)
+RETURNS pg_catalog.void
+LANGUAGE plpgsql SET search_path = pg_catalog, pg_temp
+AS $fn$
+DECLARE
+    is_function CONSTANT pg_catalog.bool :=
+        catalog OPERATOR(pg_catalog.=) 'pg_catalog.pg_proc'::pg_catalog.regclass;
+    what pg_catalog.text;
+    init pg_catalog.aclitem[];
+    init_deps pg_catalog.pg_shdepend[];
+    this_db pg_catalog.oid;
+    a record;
+BEGIN
+    IF is_function THEN
+        IF acl IS NULL THEN
+            RETURN;
+        END IF;
+        what := 'FUNCTION ' OPERATOR(pg_catalog.||) target::pg_catalog.regprocedure::pg_catalog.text;
+    ELSE
+        acl := COALESCE(acl, pg_catalog.acldefault('r', owner));
+        what := 'TABLE ' OPERATOR(pg_catalog.||) target::pg_catalog.regclass::pg_catalog.text;
+    END IF;
+    SELECT d.oid INTO this_db FROM pg_catalog.pg_database d
+     WHERE d.datname OPERATOR(pg_catalog.=) pg_catalog.current_database();
+    SELECT i.initprivs INTO init FROM pg_catalog.pg_init_privs i
+     WHERE i.classoid OPERATOR(pg_catalog.=) catalog
+       AND i.objoid OPERATOR(pg_catalog.=) target AND i.objsubid OPERATOR(pg_catalog.=) 0;
+    SELECT pg_catalog.array_agg(s) INTO init_deps FROM pg_catalog.pg_shdepend s
+     WHERE s.dbid OPERATOR(pg_catalog.=) this_db
+       AND s.classid OPERATOR(pg_catalog.=) catalog
+       AND s.objid OPERATOR(pg_catalog.=) target AND s.objsubid OPERATOR(pg_catalog.=) 0
+       AND s.deptype OPERATOR(pg_catalog.=) 'i';
+
+    EXECUTE pg_catalog.format('REVOKE ALL ON %s FROM PUBLIC', what);
+    FOR a IN SELECT e.grantee, e.privilege_type, pg_catalog.bool_or(e.is_grantable) AS is_grantable
+               FROM pg_catalog.aclexplode(acl) e
+              WHERE e.grantee OPERATOR(pg_catalog.<>) owner
+              GROUP BY e.grantee, e.privilege_type LOOP
+        EXECUTE pg_catalog.format('GRANT %s ON %s TO %s%s', a.privilege_type, what,
+            CASE WHEN a.grantee OPERATOR(pg_catalog.=) 0 THEN 'PUBLIC'
+                 ELSE a.grantee::pg_catalog.regrole::pg_catalog.text END,
+            CASE WHEN a.is_grantable THEN ' WITH GRANT OPTION' ELSE '' END);
+    END LOOP;
+
+    DELETE FROM pg_catalog.pg_init_privs i
+     WHERE i.classoid OPERATOR(pg_catalog.=) catalog
+       AND i.objoid OPERATOR(pg_catalog.=) target AND i.objsubid OPERATOR(pg_catalog.=) 0;
+    IF init IS NOT NULL THEN
+        INSERT INTO pg_catalog.pg_init_privs (objoid, classoid, objsubid, privtype, initprivs)
+        VALUES (target, catalog, 0, 'e', init);
+    END IF;
+    DELETE FROM pg_catalog.pg_shdepend s
+     WHERE s.dbid OPERATOR(pg_catalog.=) this_db
+       AND s.classid OPERATOR(pg_catalog.=) catalog
+       AND s.objid OPERATOR(pg_catalog.=) target AND s.objsubid OPERATOR(pg_catalog.=) 0
+       AND s.deptype OPERATOR(pg_catalog.=) 'i';
+    INSERT INTO pg_catalog.pg_shdepend SELECT * FROM pg_catalog.unnest(init_deps);
+END
+$fn$;
 -- == after restoring an older pg_dump: every fence from now on above a bound (issue 20) ==
 CREATE FUNCTION fencelock.raise_fences(above pg_catalog.int8)
 RETURNS pg_catalog.int8
@@ -173,11 +279,9 @@ $fl$;
 -- overload could add the form: one with a boolean fourth parameter makes
 -- acquire(r, o, ttl, '5 seconds') ambiguous, and defaults on the waiting one make
 -- acquire(r, o, ttl) ambiguous.  The three overloads it replaces hand it their privileges (those
--- of the one-try form; the update refuses to guess when the three differ).
+-- of the one-try form, by the rules at the end of this script; the update refuses to guess when
+-- the three differ).
 DO $fl$
-DECLARE
-    acl pg_catalog.aclitem[];
-    a record;
 BEGIN
     IF (SELECT pg_catalog.count(DISTINCT COALESCE(p.proacl::pg_catalog.text, ''))
           FROM pg_catalog.pg_proc p
@@ -187,9 +291,6 @@ BEGIN
             USING ERRCODE = '55000',
                   HINT = 'Grant or revoke EXECUTE on all three alike, then update: 0.4.0 has one acquire function.';
     END IF;
-    SELECT p.proacl INTO acl FROM pg_catalog.pg_proc p
-     WHERE p.oid OPERATOR(pg_catalog.=)
-           'fencelock.acquire(pg_catalog.text, pg_catalog.text, pg_catalog.interval)'::pg_catalog.regprocedure;
     DROP FUNCTION fencelock.acquire(pg_catalog.text, pg_catalog.text, pg_catalog.interval);
     DROP FUNCTION fencelock.acquire(pg_catalog.text, pg_catalog.text, pg_catalog.interval,
                                     pg_catalog.interval);
@@ -202,18 +303,6 @@ BEGIN
     RETURNS pg_catalog.int8
     AS 'MODULE_PATHNAME', 'fencelock_acquire_0_4'
     LANGUAGE C VOLATILE;
-    IF acl IS NOT NULL THEN
-        REVOKE ALL ON FUNCTION fencelock.acquire(pg_catalog.text, pg_catalog.text,
-            pg_catalog.interval, pg_catalog.interval, pg_catalog.bool) FROM PUBLIC;
-        FOR a IN SELECT e.grantee, e.is_grantable FROM pg_catalog.aclexplode(acl) e
-                  WHERE e.privilege_type OPERATOR(pg_catalog.=) 'EXECUTE' LOOP
-            EXECUTE pg_catalog.format('GRANT EXECUTE ON FUNCTION fencelock.acquire(pg_catalog.text, '
-                'pg_catalog.text, pg_catalog.interval, pg_catalog.interval, pg_catalog.bool) TO %s%s',
-                CASE WHEN a.grantee OPERATOR(pg_catalog.=) 0 THEN 'PUBLIC'
-                     ELSE a.grantee::pg_catalog.regrole::pg_catalog.text END,
-                CASE WHEN a.is_grantable THEN ' WITH GRANT OPTION' ELSE '' END);
-        END LOOP;
-    END IF;
 END
 $fl$;
 -- == a value on the lease (issue 27) ==
@@ -236,56 +325,18 @@ AS 'MODULE_PATHNAME', 'fencelock_set_value'
 LANGUAGE C VOLATILE;
 
 -- acquire gains value (default NULL: none), last; replaced, not overloaded (an overload with a
--- default would make every shorter call ambiguous), its privileges carried over.
-DO $fl$
-DECLARE
-    acl pg_catalog.aclitem[];
-    a record;
-BEGIN
-    SELECT p.proacl INTO acl FROM pg_catalog.pg_proc p
-     WHERE p.oid OPERATOR(pg_catalog.=)
-           'fencelock.acquire(pg_catalog.text, pg_catalog.text, pg_catalog.interval, pg_catalog.interval, pg_catalog.bool)'::pg_catalog.regprocedure;
-    DROP FUNCTION fencelock.acquire(pg_catalog.text, pg_catalog.text, pg_catalog.interval,
-                                    pg_catalog.interval, pg_catalog.bool);
-    CREATE FUNCTION fencelock.acquire(resource pg_catalog.text, owner pg_catalog.text,
-                                      ttl pg_catalog.interval DEFAULT fencelock.default_ttl(),
-                                      wait pg_catalog.interval DEFAULT '0',
-                                      session pg_catalog.bool DEFAULT false,
-                                      value pg_catalog.jsonb DEFAULT NULL)
-    RETURNS pg_catalog.int8
-    AS 'MODULE_PATHNAME', 'fencelock_acquire_0_4'
-    LANGUAGE C VOLATILE;
-    IF acl IS NOT NULL THEN
-        REVOKE ALL ON FUNCTION fencelock.acquire(pg_catalog.text, pg_catalog.text,
-            pg_catalog.interval, pg_catalog.interval, pg_catalog.bool, pg_catalog.jsonb) FROM PUBLIC;
-        FOR a IN SELECT e.grantee, e.is_grantable FROM pg_catalog.aclexplode(acl) e
-                  WHERE e.privilege_type OPERATOR(pg_catalog.=) 'EXECUTE' LOOP
-            EXECUTE pg_catalog.format('GRANT EXECUTE ON FUNCTION fencelock.acquire(pg_catalog.text, '
-                'pg_catalog.text, pg_catalog.interval, pg_catalog.interval, pg_catalog.bool, '
-                'pg_catalog.jsonb) TO %s%s',
-                CASE WHEN a.grantee OPERATOR(pg_catalog.=) 0 THEN 'PUBLIC'
-                     ELSE a.grantee::pg_catalog.regrole::pg_catalog.text END,
-                CASE WHEN a.is_grantable THEN ' WITH GRANT OPTION' ELSE '' END);
-        END LOOP;
-    END IF;
-    -- PostgreSQL records the grants an extension script makes as the object's initial privileges,
-    -- which pg_dump leaves out: the carried ones are the database's own, so the initial ones are
-    -- a fresh install's (none: PUBLIC executes), and a dump keeps the carried ones.
-    -- From 17 on, each role named in the initial privileges has a shared dependency on the
-    -- object ('i'): those go too, or the roles could never be dropped.
-    DELETE FROM pg_catalog.pg_init_privs i
-     WHERE i.classoid OPERATOR(pg_catalog.=) 'pg_catalog.pg_proc'::pg_catalog.regclass
-       AND i.objoid OPERATOR(pg_catalog.=) 'fencelock.acquire(pg_catalog.text, pg_catalog.text, pg_catalog.interval, pg_catalog.interval, pg_catalog.bool, pg_catalog.jsonb)'::pg_catalog.regprocedure;
-    IF pg_catalog.current_setting('server_version_num')::pg_catalog.int4 OPERATOR(pg_catalog.>=) 170000 THEN
-        DELETE FROM pg_catalog.pg_shdepend s
-         WHERE s.dbid OPERATOR(pg_catalog.=) (SELECT d.oid FROM pg_catalog.pg_database d
-                                               WHERE d.datname OPERATOR(pg_catalog.=) pg_catalog.current_database())
-           AND s.classid OPERATOR(pg_catalog.=) 'pg_catalog.pg_proc'::pg_catalog.regclass
-           AND s.objid OPERATOR(pg_catalog.=) 'fencelock.acquire(pg_catalog.text, pg_catalog.text, pg_catalog.interval, pg_catalog.interval, pg_catalog.bool, pg_catalog.jsonb)'::pg_catalog.regprocedure
-           AND s.deptype OPERATOR(pg_catalog.=) 'i';
-    END IF;
-END
-$fl$;
+-- default would make every shorter call ambiguous), its privileges carried over (the rules at the
+-- end of this script).
+DROP FUNCTION fencelock.acquire(pg_catalog.text, pg_catalog.text, pg_catalog.interval,
+                                pg_catalog.interval, pg_catalog.bool);
+CREATE FUNCTION fencelock.acquire(resource pg_catalog.text, owner pg_catalog.text,
+                                  ttl pg_catalog.interval DEFAULT fencelock.default_ttl(),
+                                  wait pg_catalog.interval DEFAULT '0',
+                                  session pg_catalog.bool DEFAULT false,
+                                  value pg_catalog.jsonb DEFAULT NULL)
+RETURNS pg_catalog.int8
+AS 'MODULE_PATHNAME', 'fencelock_acquire_0_4'
+LANGUAGE C VOLATILE;
 
 -- leases gains value: the held grant's (NULL once it is released, expired, ended or replaced).
 -- Everyone who reads leases reads it.
@@ -439,17 +490,13 @@ SELECT l.resource,
                    AND (l.session_id IS NULL OR fencelock.session_alive(l.session_id)) AS live) AS s;
 
 -- stats gains shared_grants and permit_grants (of grants; before stats_reset, the last column).
--- The view and its function are replaced, their privileges carried over (as acquire's above).
+-- The view and its function are replaced, their privileges carried over (by the rules at the end
+-- of this script).
 -- Objects of the database's own that depend on the view would keep it from being dropped: the
 -- update refuses, naming them.
 DO $fl$
 DECLARE
-    view_acl pg_catalog.aclitem[];
-    view_owner pg_catalog.oid;
-    new_owner pg_catalog.oid;
-    fn_acl pg_catalog.aclitem[];
     deps pg_catalog.text;
-    a record;
 BEGIN
     -- (Up to 15 a view's own rule depends on the view normally too: not counted.)
     SELECT pg_catalog.string_agg(o.what, ', ' ORDER BY o.what)
@@ -469,10 +516,6 @@ BEGIN
                   DETAIL = pg_catalog.format('The update to 0.4.0 replaces the view (it gains columns before stats_reset). Depending on it: %s.', deps),
                   HINT = 'Drop those objects, update, and create them again.';
     END IF;
-    SELECT c.relacl, c.relowner INTO view_acl, view_owner FROM pg_catalog.pg_class c
-     WHERE c.oid OPERATOR(pg_catalog.=) 'fencelock.stats'::pg_catalog.regclass;
-    SELECT p.proacl INTO fn_acl FROM pg_catalog.pg_proc p
-     WHERE p.oid OPERATOR(pg_catalog.=) 'fencelock.read_stats()'::pg_catalog.regprocedure;
     DROP VIEW fencelock.stats;
     DROP FUNCTION fencelock.read_stats();
     CREATE FUNCTION fencelock.read_stats(
@@ -487,54 +530,88 @@ BEGIN
     AS 'MODULE_PATHNAME', 'fencelock_stats'
     LANGUAGE C VOLATILE;
     CREATE VIEW fencelock.stats AS SELECT * FROM fencelock.read_stats();
-    SELECT c.relowner INTO new_owner FROM pg_catalog.pg_class c
-     WHERE c.oid OPERATOR(pg_catalog.=) 'fencelock.stats'::pg_catalog.regclass;
-    IF view_acl IS NULL THEN
-        GRANT SELECT ON fencelock.stats TO PUBLIC;
-    ELSE
-        FOR a IN SELECT e.grantee, e.privilege_type, e.is_grantable
-                   FROM pg_catalog.aclexplode(view_acl) e
-                  WHERE e.grantee OPERATOR(pg_catalog.<>) view_owner LOOP
-            EXECUTE pg_catalog.format('GRANT %s ON fencelock.stats TO %s%s', a.privilege_type,
-                CASE WHEN a.grantee OPERATOR(pg_catalog.=) 0 THEN 'PUBLIC'
-                     ELSE a.grantee::pg_catalog.regrole::pg_catalog.text END,
-                CASE WHEN a.is_grantable THEN ' WITH GRANT OPTION' ELSE '' END);
-        END LOOP;
-    END IF;
-    IF fn_acl IS NOT NULL THEN
-        REVOKE ALL ON FUNCTION fencelock.read_stats() FROM PUBLIC;
-        FOR a IN SELECT e.grantee, e.is_grantable FROM pg_catalog.aclexplode(fn_acl) e
-                  WHERE e.privilege_type OPERATOR(pg_catalog.=) 'EXECUTE' LOOP
-            EXECUTE pg_catalog.format('GRANT EXECUTE ON FUNCTION fencelock.read_stats() TO %s%s',
-                CASE WHEN a.grantee OPERATOR(pg_catalog.=) 0 THEN 'PUBLIC'
-                     ELSE a.grantee::pg_catalog.regrole::pg_catalog.text END,
-                CASE WHEN a.is_grantable THEN ' WITH GRANT OPTION' ELSE '' END);
-        END LOOP;
-    END IF;
-    -- The initial privileges (see acquire's above) are a fresh install's: the view read by
-    -- PUBLIC, the function with none of its own.
-    DELETE FROM pg_catalog.pg_init_privs i
-     WHERE i.classoid OPERATOR(pg_catalog.=) 'pg_catalog.pg_class'::pg_catalog.regclass
-       AND i.objoid OPERATOR(pg_catalog.=) 'fencelock.stats'::pg_catalog.regclass;
-    INSERT INTO pg_catalog.pg_init_privs (objoid, classoid, objsubid, privtype, initprivs)
-    VALUES ('fencelock.stats'::pg_catalog.regclass, 'pg_catalog.pg_class'::pg_catalog.regclass, 0,
-            'e', pg_catalog.array_append(pg_catalog.acldefault('r', new_owner),
-                                         pg_catalog.makeaclitem(0, new_owner, 'SELECT', false)));
-    DELETE FROM pg_catalog.pg_init_privs i
-     WHERE i.classoid OPERATOR(pg_catalog.=) 'pg_catalog.pg_proc'::pg_catalog.regclass
-       AND i.objoid OPERATOR(pg_catalog.=) 'fencelock.read_stats()'::pg_catalog.regprocedure;
-    -- The roles' shared dependencies on them (17 on, see acquire's above): the view keeps its
-    -- owner's only (none for a pinned owner, which has none recorded), the function none.
-    IF pg_catalog.current_setting('server_version_num')::pg_catalog.int4 OPERATOR(pg_catalog.>=) 170000 THEN
-        DELETE FROM pg_catalog.pg_shdepend s
-         WHERE s.dbid OPERATOR(pg_catalog.=) (SELECT d.oid FROM pg_catalog.pg_database d
-                                               WHERE d.datname OPERATOR(pg_catalog.=) pg_catalog.current_database())
-           AND s.deptype OPERATOR(pg_catalog.=) 'i'
-           AND ((s.classid OPERATOR(pg_catalog.=) 'pg_catalog.pg_proc'::pg_catalog.regclass
-                 AND s.objid OPERATOR(pg_catalog.=) 'fencelock.read_stats()'::pg_catalog.regprocedure)
-             OR (s.classid OPERATOR(pg_catalog.=) 'pg_catalog.pg_class'::pg_catalog.regclass
-                 AND s.objid OPERATOR(pg_catalog.=) 'fencelock.stats'::pg_catalog.regclass
-                 AND s.refobjid OPERATOR(pg_catalog.<>) new_owner));
-    END IF;
+    GRANT SELECT ON fencelock.stats TO PUBLIC;
 END
 $fl$;
+
+-- == privileges of the objects this update created (issue 35) ==
+-- Every function, table and view of the extension that 0.3.0 did not have gets a rule: what extends
+-- an object of 0.3.0 takes its privileges (a database that revoked acquire from PUBLIC and granted
+-- it to its application does the same for acquire_shared), the rest keeps a fresh install's.  An
+-- object without a rule ends the update: whoever adds one to this script gives it a rule.
+DO $fl$
+DECLARE
+    -- target, and the 0.3.0 object it extends or NULL; a function by its signature
+    rules CONSTANT pg_catalog.text[] := ARRAY[
+        -- the one acquire (0.3.0's three have the same privileges, checked above) and what extends it
+        ['acquire(text, text, interval, interval, boolean, jsonb)',
+         'acquire(text, text, interval)'],
+        ['acquire_shared(text, text, interval, interval, boolean, jsonb)',
+         'acquire(text, text, interval)'],
+        ['acquire_permit(text, text, interval, integer, interval, boolean, jsonb)',
+         'acquire(text, text, interval)'],
+        ['acquire_xact(text, text, interval)', 'acquire(text, text, interval)'],
+        ['set_value(text, text, jsonb)', 'acquire(text, text, interval)'],
+        -- renew and release naming a fence
+        ['renew(text, text, interval, bigint)', 'renew(text, text, interval)'],
+        ['release(text, text, bigint)', 'release(text, text)'],
+        -- what is read as leases and stats are
+        ['lease_holders', 'leases'],
+        ['read_stats()', 'read_stats()'],
+        ['stats', 'stats'],
+        ['read_resource_stats()', 'read_stats()'],
+        ['resource_stats', 'stats'],
+        ['read_resource_stats_info()', 'read_stats()'],
+        ['resource_stats_info', 'stats'],
+        -- extending nothing of 0.3.0's: as a fresh install
+        ['resource_grants', NULL],
+        ['resource_privileges', NULL],
+        ['lease_value', NULL],
+        ['lease_holder', NULL],
+        -- the administrators': as a fresh install
+        ['raise_fences(bigint)', NULL],
+        ['grant_resources(text, regrole)', NULL],
+        ['revoke_resources(text, text)', NULL],
+        ['resource_stats_reset()', NULL],
+        ['update_old_objects', NULL],
+        ['update_carry_privileges(regclass, oid, aclitem[], oid)', NULL]];
+    r record;
+    missing pg_catalog.text;
+BEGIN
+    CREATE TEMPORARY VIEW fencelock_objects AS
+    SELECT 'pg_catalog.pg_proc'::pg_catalog.regclass AS catalog, p.oid AS obj,
+           pg_catalog.format('%s(%s)', p.proname, pg_catalog.oidvectortypes(p.proargtypes)) AS name
+      FROM pg_catalog.pg_proc p
+     WHERE p.pronamespace OPERATOR(pg_catalog.=) 'fencelock'::pg_catalog.regnamespace
+    UNION ALL
+    SELECT 'pg_catalog.pg_class'::pg_catalog.regclass, c.oid, c.relname::pg_catalog.text
+      FROM pg_catalog.pg_class c
+     WHERE c.relnamespace OPERATOR(pg_catalog.=) 'fencelock'::pg_catalog.regnamespace
+       AND c.relkind OPERATOR(pg_catalog.=) ANY (ARRAY['r', 'v', 'p']::pg_catalog."char"[]);
+
+    SELECT pg_catalog.string_agg(n.name, ', ' ORDER BY n.name) INTO missing
+      FROM pg_temp.fencelock_objects n
+     WHERE NOT EXISTS (SELECT FROM fencelock.update_old_objects o
+                        WHERE o.catalog OPERATOR(pg_catalog.=) n.catalog
+                          AND o.obj OPERATOR(pg_catalog.=) n.obj)
+       AND NOT EXISTS (SELECT FROM pg_catalog.generate_subscripts(rules, 1) i
+                        WHERE rules[i][1] OPERATOR(pg_catalog.=) n.name);
+    IF missing IS NOT NULL THEN
+        RAISE EXCEPTION 'no rule for the privileges of new objects %', missing
+            USING ERRCODE = 'XX000',
+                  HINT = 'Give each object this script creates a rule (fencelock--0.3.0--0.4.0.sql).';
+    END IF;
+
+    FOR r IN SELECT n.catalog, n.obj, o.acl, o.owner
+               FROM pg_catalog.generate_subscripts(rules, 1) i
+               JOIN fencelock.update_old_objects o ON o.name OPERATOR(pg_catalog.=) rules[i][2]
+               JOIN pg_temp.fencelock_objects n ON n.name OPERATOR(pg_catalog.=) rules[i][1]
+                                               AND n.catalog OPERATOR(pg_catalog.=) o.catalog LOOP
+        PERFORM fencelock.update_carry_privileges(r.catalog, r.obj, r.acl, r.owner);
+    END LOOP;
+    DROP VIEW pg_temp.fencelock_objects;
+END
+$fl$;
+DROP FUNCTION fencelock.update_carry_privileges(pg_catalog.regclass, pg_catalog.oid,
+                                                pg_catalog.aclitem[], pg_catalog.oid);
+DROP TABLE fencelock.update_old_objects;
