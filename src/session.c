@@ -11,6 +11,10 @@
  * The rule is liveness: a grant treats a lease whose session is not alive as free
  * (fencelock.session_alive in the grant's WHERE clause, fl_session_alive on the direct path in
  * leasetable.c, and the leases view), so the lease row itself need not change when a session ends.
+ * The same for a share or permit: a group grant does not count a holder whose session has ended
+ * (leasegroup.c's SQL_H_OCCUPIES), and an exclusive grant ends a group left with such holders only
+ * (fl_group_end_dead), so that a share whose sweep skipped its group's locked row ends with its
+ * session all the same (issue 35, defect 3).
  * That is what makes a session's end safe to handle in an exit callback, where nothing may wait
  * (interrupts are held off: pg_terminate_backend and lock_timeout cannot end a wait there, and a
  * shutdown waits for the backend) and where an ERROR becomes FATAL (elog.c does that once
