@@ -104,14 +104,11 @@ fl_try_acquire(text *resource, text *owner, int64 ttl, FlApi api, bool want_expi
 			fl_lease_grant(resource, owner, now, now + ttl, api, holder, fl_grant_session,
 						   want_expiry, nowait, fl_grant_xact, g);
 	}
-	else if (fl_queue_exclusive_ahead(resource))
-	{
-		/* Writer preference: no share or permit is granted past a queued exclusive waiter. */
-		memset(g, 0, sizeof(*g));
-	}
 	else
 	{
+		/* Writer preference: no new share or permit past a queued exclusive waiter. */
 		FlGroupCall c = {.permits = fl_grant_permits,
+						 .writer_queued = fl_queue_exclusive_ahead(resource),
 						 .now = now,
 						 .expires = now + ttl,
 						 .holder = holder,

@@ -450,6 +450,12 @@ group_try(text *resource, text *owner, const FlGroupCall *c, FlGrant *g)
 	else
 		memset(&v, 0, sizeof(v));
 	new_group = !cont || (v.others == 0 && !v.mine_live);
+	/*
+	 * Writer preference keeps new holders out, not the same owner's live share or permit: its
+	 * retry after a lost reply gets its fence back (issue 35, defect 8).
+	 */
+	if (c->writer_queued && (new_group || !v.mine_live))
+		return false;
 	if (!new_group)
 		check_mode(resource, c->permits, v.mode_permits);
 

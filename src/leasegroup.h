@@ -21,6 +21,7 @@ typedef struct FlGroupCall
 	Jsonb *value;  /* NULL: none (a retry keeps its value) */
 	bool nowait;
 	bool want_expiry;
+	bool writer_queued; /* an exclusive waiter is queued ahead: only a retry is granted */
 } FlGroupCall;
 
 extern void fl_group_grant(text *resource, text *owner, const FlGroupCall *c, FlGrant *g);
