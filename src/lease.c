@@ -96,16 +96,19 @@ fl_try_acquire(text *resource, text *owner, int64 ttl, FlApi api, bool want_expi
 	const char *mode = NULL;
 
 	if (fl_grant_permits < 0)
+	{
 		fl_lease_grant(resource, owner, now, now + ttl, api, holder, fl_grant_session, want_expiry,
 					   nowait, fl_grant_xact, g);
-	else if (fl_queue_exclusive_ahead(resource))
-	{
-		/* Writer preference: no share or permit is granted past a queued exclusive waiter. */
-		memset(g, 0, sizeof(*g));
+		/* A group whose sessions have ended holds the lease no longer (leasegroup.c). */
+		if (!g->granted && g->group && fl_group_end_dead(resource, now, nowait))
+			fl_lease_grant(resource, owner, now, now + ttl, api, holder, fl_grant_session,
+						   want_expiry, nowait, fl_grant_xact, g);
 	}
 	else
 	{
+		/* Writer preference: no new share or permit past a queued exclusive waiter. */
 		FlGroupCall c = {.permits = fl_grant_permits,
+						 .writer_queued = fl_queue_exclusive_ahead(resource),
 						 .now = now,
 						 .expires = now + ttl,
 						 .holder = holder,

@@ -30,6 +30,7 @@ typedef struct FlGrant
 	TimestampTz granted_at;
 	TimestampTz expires_at;
 	TimestampTz holder_expires; /* busy: when the holder's lease runs out; 0 if unknown */
+	bool group;                 /* busy: a group of shares or permits holds the lease row */
 	bool xact;                  /* the transaction's own grant (acquire_xact): released with it */
 	FlMode mode;
 	int slot; /* a permit's slot (1..permits); 0 otherwise */

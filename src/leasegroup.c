@@ -34,12 +34,14 @@
 #include "catalog/namespace.h"
 #include "catalog/pg_type.h"
 #include "common/int.h"
+#include "count.h"
 #include "fencelock.h"
 #include "history.h"
 #include "leasefence.h"
 #include "leasegroup.h"
 #include "leaserow.h"
 #include "leaserule.h"
+#include "notify.h"
 #include "settings.h"
 #include "timeline.h"
 #include "utils/builtins.h"
@@ -258,6 +260,35 @@ static FlStmt session_end = {
 	3,
 	{TEXTARRAYOID, INT8OID, TIMESTAMPTZOID}};
 
+/*
+ * A group of ended sessions (fl_group_end_dead).  $1 resource, $2 (unused), $3 now: the group
+ * holds the row by its deadline, one of its holders' sessions has ended, and no holder occupies a
+ * share or slot any more.  Then, with the row locked and a snapshot taken after that lock, the
+ * holders whose sessions have ended leave (their fence and role returned), as the exit sweeps
+ * that skipped the locked row would have released them; group_recompute follows.
+ */
+static FlStmt group_dead = {
+	"SELECT FROM fencelock.lease AS l WHERE l.resource OPERATOR(pg_catalog.=) $1 "
+	" AND l.owner OPERATOR(pg_catalog.=) '' AND l.expires_at OPERATOR(pg_catalog.>) $3 "
+	" AND EXISTS (SELECT FROM fencelock.lease_holder AS h "
+	"  WHERE h.resource OPERATOR(pg_catalog.=) $1 AND NOT " SQL_H_SESSION_LIVE ") "
+	" AND NOT EXISTS (SELECT FROM fencelock.lease_holder AS h "
+	"  WHERE h.resource OPERATOR(pg_catalog.=) $1 AND " SQL_H_OCCUPIES ")",
+	3,
+	{TEXTOID, TEXTOID, TIMESTAMPTZOID}};
+
+static FlStmt group_lock_held_nowait = {
+	"SELECT FROM fencelock.lease AS l WHERE l.resource OPERATOR(pg_catalog.=) $1 "
+	" AND l.owner OPERATOR(pg_catalog.=) '' FOR NO KEY UPDATE OF l NOWAIT",
+	1,
+	{TEXTOID}};
+
+static FlStmt holders_dead = {
+	"DELETE FROM fencelock.lease_holder AS h WHERE h.resource OPERATOR(pg_catalog.=) $1 "
+	" AND NOT " SQL_H_SESSION_LIVE " RETURNING h.fence, h.holder",
+	3,
+	{TEXTOID, TEXTOID, TIMESTAMPTZOID}};
+
 /* ---------------------------------------------------------------------------------------------
  * Grants
  * ---------------------------------------------------------------------------------------------
@@ -419,6 +450,12 @@ group_try(text *resource, text *owner, const FlGroupCall *c, FlGrant *g)
 	else
 		memset(&v, 0, sizeof(v));
 	new_group = !cont || (v.others == 0 && !v.mine_live);
+	/*
+	 * Writer preference keeps new holders out, not the same owner's live share or permit: its
+	 * retry after a lost reply gets its fence back (issue 35, defect 8).
+	 */
+	if (c->writer_queued && (new_group || !v.mine_live))
+		return false;
 	if (!new_group)
 		check_mode(resource, c->permits, v.mode_permits);
 
@@ -782,4 +819,75 @@ fl_group_end_session(Datum resources, int64 session, TimestampTz now)
 	values[1] = Int64GetDatum(session);
 	values[2] = TimestampTzGetDatum(now);
 	return fl_run(&session_end, values, NULL, false);
+}
+
+/*
+ * An exclusive grant found RESOURCE's row held by a group (defect 3 of issue 35): when none of
+ * the group's holders occupies a share or slot any more and one of them is of a session that has
+ * ended, the group ends now, as the last exit sweep would have ended it had it not found the row
+ * locked (a session's end skips a locked row rather than wait, session.c).  Liveness, not that
+ * sweep, frees a dead session's share, as it frees a dead session's exclusive lease: the holders
+ * of ended sessions are released (history, a session_ended notification, a release counted) and
+ * the group's row with them.  NOWAIT: busy rather than wait for the row's lock.  Returns whether
+ * the group ended; otherwise nothing is kept (no row lock, no change).
+ */
+bool
+fl_group_end_dead(text *resource, TimestampTz now, bool nowait)
+{
+	Datum values[3];
+	FlSubxact x;
+	FlSession s;
+	volatile bool ended = false;
+
+	if (!groups_exist())
+		return false;
+	values[0] = PointerGetDatum(resource);
+	values[1] = CStringGetTextDatum("");
+	values[2] = TimestampTzGetDatum(now);
+	fl_begin(&s);
+	/* Without a lock first, with a snapshot taken now: a group that goes on costs no wait. */
+	if (fl_run(&group_dead, values, NULL, false) != 1)
+	{
+		fl_end(&s);
+		return false;
+	}
+	fl_subxact_begin(&x);
+	PG_TRY();
+	{
+		bool busy = false;
+		bool locked = nowait ? fl_run_nowait(&group_lock_held_nowait, values, NULL, 0, &busy)
+							 : fl_run(&group_lock_held, values, NULL, false) == 1;
+		uint64 n = locked ? fl_run(&holders_dead, values, NULL, false) : 0;
+		SPITupleTable *dead = SPI_tuptable;
+		bool isnull;
+
+		/* Read after the lock: a holder that joined meanwhile keeps the group. */
+		if (n > 0 && fl_run(&group_recompute, values, NULL, false) == 1 &&
+			DatumGetBool(SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1, &isnull)))
+		{
+			ended = true;
+			for (uint64 r = 0; r < n; r++)
+			{
+				HeapTuple t = dead->vals[r];
+				Datum fence = SPI_getbinval(t, dead->tupdesc, 1, &isnull);
+				Datum holder = SPI_getbinval(t, dead->tupdesc, 2, &isnull);
+
+				fl_count_at_commit(FL_RELEASES, 1);
+				if (fencelock_history)
+					fl_history_session_end(values[0], fence, now, true);
+				if (fencelock_notify)
+					fl_notify("session_ended", resource, DatumGetInt64(fence),
+							  isnull ? NULL : NameStr(*DatumGetName(holder)), NULL);
+			}
+		}
+	}
+	PG_CATCH();
+	{
+		fl_subxact_end(&x, false);
+		PG_RE_THROW();
+	}
+	PG_END_TRY();
+	fl_subxact_end(&x, ended);
+	fl_end(&s);
+	return ended;
 }

@@ -21,6 +21,7 @@ typedef struct FlGroupCall
 	Jsonb *value;  /* NULL: none (a retry keeps its value) */
 	bool nowait;
 	bool want_expiry;
+	bool writer_queued; /* an exclusive waiter is queued ahead: only a retry is granted */
 } FlGroupCall;
 
 extern void fl_group_grant(text *resource, text *owner, const FlGroupCall *c, FlGrant *g);
@@ -35,5 +36,6 @@ extern bool fl_group_fence_holder(text *resource, int64 fence, NameData *holder)
 extern void fl_group_forget(text *resource);
 extern void fl_group_forget_orphans(void);
 extern uint64 fl_group_end_session(Datum resources, int64 session, TimestampTz now);
+extern bool fl_group_end_dead(text *resource, TimestampTz now, bool nowait);
 
 #endif /* FENCELOCK_LEASEGROUP_H */

@@ -90,6 +90,7 @@ typedef struct FlGrantCall
 	bool is_new;
 	char how;
 	TimestampTz holder_expires; /* refused: when the holder's lease runs out; 0 unknown */
+	bool group;                 /* refused: a group of shares or permits holds the row */
 } FlGrantCall;
 
 static bool
@@ -118,6 +119,7 @@ rule_grant(FlLeaseRow *row, void *arg)
 			if (!c->v2 || row->session_null || fl_session_alive(row->session))
 			{
 				c->holder_expires = row->expires_null ? 0 : deadline;
+				c->group = VARSIZE_ANY_EXHDR(DatumGetTextPP(row->owner)) == 0;
 				return false;
 			}
 		}
@@ -551,6 +553,7 @@ fl_lease_grant(text *resource, text *owner, TimestampTz now, TimestampTz expires
 		g->how = c.how;
 		g->is_new = c.is_new;
 		g->holder_expires = want_expiry ? c.holder_expires : 0;
+		g->group = direct == FL_ROW_REFUSED && c.group;
 		if (g->granted && g->is_new && api != FL_API_0_1 && fencelock_history)
 		{
 			fl_begin(&s);
@@ -587,7 +590,9 @@ fl_lease_grant(text *resource, text *owner, TimestampTz now, TimestampTz expires
 		if (api != FL_API_0_1 && g->is_new && fencelock_history)
 			history_grant(resource, owner, xact, g);
 	}
-	else if (want_expiry && !busy && fl_run(&holder_expiry, values, NULL, false) == 1)
+	else
+		g->group = true; /* perhaps (a try-once refusal is busy here): fl_group_end_dead looks */
+	if (!g->granted && want_expiry && !busy && fl_run(&holder_expiry, values, NULL, false) == 1)
 		g->holder_expires = DatumGetTimestampTz(
 			SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1, &isnull));
 	fl_end(&s);

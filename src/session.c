@@ -11,6 +11,10 @@
  * The rule is liveness: a grant treats a lease whose session is not alive as free
  * (fencelock.session_alive in the grant's WHERE clause, fl_session_alive on the direct path in
  * leasetable.c, and the leases view), so the lease row itself need not change when a session ends.
+ * The same for a share or permit: a group grant does not count a holder whose session has ended
+ * (leasegroup.c's SQL_H_OCCUPIES), and an exclusive grant ends a group left with such holders only
+ * (fl_group_end_dead), so that a share whose sweep skipped its group's locked row ends with its
+ * session all the same (issue 35, defect 3).
  * That is what makes a session's end safe to handle in an exit callback, where nothing may wait
  * (interrupts are held off: pg_terminate_backend and lock_timeout cannot end a wait there, and a
  * shutdown waits for the backend) and where an ERROR becomes FATAL (elog.c does that once
@@ -46,12 +50,14 @@
  */
 #include "postgres.h"
 
+#include "access/transam.h"
 #include "access/xact.h"
 #include "access/xlog.h"
 #include "asowner.h"
 #include "catalog/namespace.h"
 #include "catalog/pg_database.h"
 #include "catalog/pg_type.h"
+#include "common/hashfn.h"
 #include "count.h"
 #include "history.h"
 #include "leasegroup.h"
@@ -72,6 +78,7 @@
 #include "utils/array.h"
 #include "utils/builtins.h"
 #include "utils/guc.h"
+#include "utils/hsearch.h"
 #include "utils/inval.h"
 #include "utils/lsyscache.h"
 #include "utils/memutils.h"
@@ -82,14 +89,57 @@
 /*
  * This backend's session id (0 until its first session-bound grant), what it bound, and the
  * largest lock_delay of those grants (microseconds).
+ *
+ * What it bound is a hash table keyed by resource (a grant looks its resource up in constant
+ * time), in a memory context of its own ("fencelock session resources", visible in
+ * pg_backend_memory_contexts).  It is pruned, so that a pooled connection that binds ever new
+ * names does not keep them all (issue 35, defect 9): when it has grown to twice what the last
+ * prune kept (at least FL_SESSION_PRUNE_MIN entries), the resources this session holds bound no
+ * longer leave it (fl_session_prune).  The cost is bounded per grant: a prune looks at the
+ * entries by their primary key, and as many grants again come before the next one.
  */
+typedef struct FlBoundResource
+{
+	text *resource;  /* the key: in my_session_cxt */
+	uint64 bound_in; /* the top-level transaction (my_session_xact) that last bound it */
+	bool pinned;     /* bound in a prepared transaction: never pruned */
+	bool keep;       /* fl_session_prune's mark */
+} FlBoundResource;
+
+#define FL_SESSION_PRUNE_MIN 1024
+
 static int64 my_session_id = 0;
-static List *my_session_resources = NIL; /* text *, in TopMemoryContext */
+static MemoryContext my_session_cxt = NULL;
+static HTAB *my_session_resources = NULL; /* FlBoundResource, in my_session_cxt */
+static long my_session_prune_at = FL_SESSION_PRUNE_MIN;
+static uint64 my_session_xact = 0; /* counts this backend's top-level transactions */
 static int64 my_session_lock_delay = 0;
 static bool my_session_holders = false; /* a share or permit among them (leasegroup.c) */
 
 /* The session the grants of the current call bind to; 0 for ordinary leases. */
 int64 fl_grant_session = 0;
+
+/* The entries of my_session_resources (0 before the first session-bound grant). */
+static long
+fl_session_resource_count(void)
+{
+	return my_session_resources != NULL ? hash_get_num_entries(my_session_resources) : 0;
+}
+
+/* The resources this session bound, as a text[] (for the exit sweep's statements). */
+static Datum
+fl_session_resource_array(void)
+{
+	Datum *elems = palloc(sizeof(Datum) * Max(fl_session_resource_count(), 1));
+	HASH_SEQ_STATUS seq;
+	FlBoundResource *e;
+	int n = 0;
+
+	hash_seq_init(&seq, my_session_resources);
+	while ((e = hash_seq_search(&seq)) != NULL)
+		elems[n++] = PointerGetDatum(e->resource);
+	return PointerGetDatum(construct_array(elems, n, TEXTOID, -1, false, TYPALIGN_INT));
+}
 
 /*
  * Step 2 of a session's end: the slot is cleared, and when its grants had a lock_delay, a record
@@ -150,14 +200,11 @@ fl_session_notify_lock(void)
 static void
 fl_session_release_rows_xact(TimestampTz now)
 {
-	Datum *elems = palloc(sizeof(Datum) * list_length(my_session_resources));
 	Datum resources;
 	FlSession session;
 	SPITupleTable *ended;
 	SPITupleTable *ended_holders;
 	uint64 holders;
-	ListCell *lc;
-	int n = 0;
 	Oid history = InvalidOid;
 	bool history_ok = false;
 	uint64 rows;
@@ -176,9 +223,7 @@ fl_session_release_rows_xact(TimestampTz now)
 		history = get_relname_relid("history", fl_extension_schema());
 		history_ok = OidIsValid(history) && ConditionalLockRelationOid(history, RowExclusiveLock);
 	}
-	foreach (lc, my_session_resources)
-		elems[n++] = PointerGetDatum(lfirst(lc));
-	resources = PointerGetDatum(construct_array(elems, n, TEXTOID, -1, false, TYPALIGN_INT));
+	resources = fl_session_resource_array();
 	fl_begin(&session);
 	rows = fl_lease_end_session(resources, my_session_id, now);
 	ended = SPI_tuptable; /* kept till fl_end, while the history statements run */
@@ -280,17 +325,21 @@ static void
 fl_session_exit(int code, Datum arg)
 {
 	TimestampTz now;
-	ListCell *lc;
+	HASH_SEQ_STATUS seq;
+	FlBoundResource *e;
 
 	if (my_session_id == 0)
 		return;
 	now = GetCurrentTimestamp();
-	if (my_session_resources != NIL && IsUnderPostmaster && OidIsValid(MyDatabaseId) &&
+	if (fl_session_resource_count() > 0 && IsUnderPostmaster && OidIsValid(MyDatabaseId) &&
 		!RecoveryInProgress())
 		fl_session_release_rows(now);
 	fl_session_end_slot(now);
-	foreach (lc, my_session_resources)
-		fl_queue_wake((text *) lfirst(lc));
+	if (my_session_resources == NULL)
+		return;
+	hash_seq_init(&seq, my_session_resources);
+	while ((e = hash_seq_search(&seq)) != NULL)
+		fl_queue_wake(e->resource);
 }
 
 /* on_shmem_exit: the slot is cleared even when fl_session_exit did not get to it. */
@@ -324,29 +373,169 @@ fl_session_id(void)
 	return my_session_id;
 }
 
+/* The hash table's key is a text *: hashed and compared by its bytes. */
+static uint32
+fl_bound_hash(const void *key, Size keysize)
+{
+	const text *t = *(text *const *) key;
+
+	return hash_bytes((const unsigned char *) VARDATA_ANY(t), VARSIZE_ANY_EXHDR(t));
+}
+
+static int
+fl_bound_match(const void *key1, const void *key2, Size keysize)
+{
+	const text *a = *(text *const *) key1;
+	const text *b = *(text *const *) key2;
+
+	if (VARSIZE_ANY_EXHDR(a) != VARSIZE_ANY_EXHDR(b))
+		return 1;
+	return memcmp(VARDATA_ANY(a), VARDATA_ANY(b), VARSIZE_ANY_EXHDR(a));
+}
+
+/*
+ * A prepared transaction's grant may commit at any time, its row invisible to a prune until then:
+ * what it bound is kept for the exit sweep (prepared transactions are few).
+ */
+static void
+fl_session_xact_end(XactEvent event, void *arg)
+{
+	if (event == XACT_EVENT_PREPARE)
+	{
+		HASH_SEQ_STATUS seq;
+		FlBoundResource *e;
+
+		hash_seq_init(&seq, my_session_resources);
+		while ((e = hash_seq_search(&seq)) != NULL)
+			if (e->bound_in == my_session_xact)
+				e->pinned = true;
+	}
+	if (event == XACT_EVENT_COMMIT || event == XACT_EVENT_PARALLEL_COMMIT ||
+		event == XACT_EVENT_ABORT || event == XACT_EVENT_PARALLEL_ABORT ||
+		event == XACT_EVENT_PREPARE)
+		my_session_xact++;
+}
+
+static void
+fl_session_resources_create(void)
+{
+	HASHCTL ctl;
+
+	my_session_cxt = AllocSetContextCreate(TopMemoryContext, "fencelock session resources",
+										   ALLOCSET_DEFAULT_SIZES);
+	ctl.keysize = sizeof(text *);
+	ctl.entrysize = sizeof(FlBoundResource);
+	ctl.hash = fl_bound_hash;
+	ctl.match = fl_bound_match;
+	ctl.hcxt = my_session_cxt;
+	my_session_resources = hash_create("fencelock session resources", 256, &ctl,
+									   HASH_ELEM | HASH_FUNCTION | HASH_COMPARE | HASH_CONTEXT);
+	RegisterXactCallback(fl_session_xact_end, NULL);
+}
+
+/*
+ * $1 the resources this session bound, $2 its id, $3 now: the lease rows among them, each with
+ * whether the exit sweep still has something to end there (step 1: the session's live lease,
+ * leasetable.c's session_end; a holder of it, leasegroup.c's), and the row's xmin.
+ */
+#define SESSION_BOUND_SELECT(holders)                                                              \
+	"SELECT l.resource, l.xmin, (l.session_id OPERATOR(pg_catalog.=) $2 "                          \
+	" AND l.owner IS NOT NULL AND l.expires_at OPERATOR(pg_catalog.>) $3) " holders " "            \
+	"FROM fencelock.lease AS l WHERE l.resource OPERATOR(pg_catalog.=) ANY ($1)"
+
+static FlStmt session_bound[2] = {
+	{SESSION_BOUND_SELECT(""), 3, {TEXTARRAYOID, INT8OID, TIMESTAMPTZOID}},
+	{SESSION_BOUND_SELECT("OR EXISTS (SELECT FROM fencelock.lease_holder AS h "
+						  " WHERE h.resource OPERATOR(pg_catalog.=) l.resource "
+						  "  AND h.session_id OPERATOR(pg_catalog.=) $2)"),
+	 3,
+	 {TEXTARRAYOID, INT8OID, TIMESTAMPTZOID}}};
+
+/*
+ * Forget the resources the exit sweep would find nothing of this session's in: no row bound to it
+ * (released, expired, revoked, taken over, purged).  Kept also: a row this transaction has changed
+ * (its release may still roll back; it goes at a later prune), and what a prepared transaction
+ * bound (fl_session_xact_end).  Nothing here errs once the statement has run: the table stays
+ * whole whatever happens.
+ */
+static void
+fl_session_prune(void)
+{
+	Datum values[3];
+	FlSession s;
+	HASH_SEQ_STATUS seq;
+	FlBoundResource *e;
+	uint64 rows;
+
+	values[0] = fl_session_resource_array();
+	values[1] = Int64GetDatum(my_session_id);
+	values[2] = TimestampTzGetDatum(GetCurrentTimestamp());
+	fl_begin(&s);
+	rows = fl_run(&session_bound[my_session_holders], values, NULL, false);
+	hash_seq_init(&seq, my_session_resources);
+	while ((e = hash_seq_search(&seq)) != NULL)
+		e->keep = e->pinned;
+	for (uint64 r = 0; r < rows; r++)
+	{
+		HeapTuple t = SPI_tuptable->vals[r];
+		TupleDesc d = SPI_tuptable->tupdesc;
+		bool isnull;
+		text *resource = DatumGetTextPP(SPI_getbinval(t, d, 1, &isnull));
+		TransactionId xmin = DatumGetTransactionId(SPI_getbinval(t, d, 2, &isnull));
+		Datum bound = SPI_getbinval(t, d, 3, &isnull);
+
+		if ((!isnull && DatumGetBool(bound)) || TransactionIdIsCurrentTransactionId(xmin))
+		{
+			e = hash_search(my_session_resources, &resource, HASH_FIND, NULL);
+			if (e != NULL)
+				e->keep = true;
+		}
+	}
+	fl_end(&s);
+	hash_seq_init(&seq, my_session_resources);
+	while ((e = hash_seq_search(&seq)) != NULL)
+		if (!e->keep)
+		{
+			text *resource = e->resource;
+
+			(void) hash_search(my_session_resources, &resource, HASH_REMOVE, NULL);
+			pfree(resource);
+		}
+	my_session_prune_at = Max(FL_SESSION_PRUNE_MIN, 2 * fl_session_resource_count());
+}
+
 /*
  * A grant bound to this session succeeded: remember the resource for the exit callback (GROUP: a
- * share or a permit, whose holder row the exit releases too).
+ * share or a permit, whose holder row the exit releases too).  Constant time per grant (the prune
+ * above, amortized).
  */
 void
 fl_session_bound(text *resource, bool group)
 {
 	MemoryContext old;
-	ListCell *lc;
+	FlBoundResource *e;
+	bool found;
 
 	/* The grant stored the caller's fencelock.lock_delay in the row (lease.c). */
 	my_session_lock_delay = Max(my_session_lock_delay, (int64) fencelock_lock_delay_ms * 1000);
 	my_session_holders |= group;
-	foreach (lc, my_session_resources)
+	if (my_session_resources == NULL)
+		fl_session_resources_create();
+	e = hash_search(my_session_resources, &resource, HASH_FIND, NULL);
+	if (e != NULL)
 	{
-		text *t = lfirst(lc);
-
-		if (VARSIZE_ANY_EXHDR(t) == VARSIZE_ANY_EXHDR(resource) &&
-			memcmp(VARDATA_ANY(t), VARDATA_ANY(resource), VARSIZE_ANY_EXHDR(t)) == 0)
-			return;
+		e->bound_in = my_session_xact;
+		return;
 	}
-	old = MemoryContextSwitchTo(TopMemoryContext);
-	my_session_resources =
-		lappend(my_session_resources, DatumGetTextPCopy(PointerGetDatum(resource)));
+	if (fl_session_resource_count() >= my_session_prune_at)
+		fl_session_prune();
+	/* The copy first: an error leaves no entry without its key. */
+	old = MemoryContextSwitchTo(my_session_cxt);
+	resource = DatumGetTextPCopy(PointerGetDatum(resource));
 	MemoryContextSwitchTo(old);
+	e = hash_search(my_session_resources, &resource, HASH_ENTER, &found);
+	e->resource = resource;
+	e->bound_in = my_session_xact;
+	e->pinned = false;
+	e->keep = true;
 }

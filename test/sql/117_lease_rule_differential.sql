@@ -129,6 +129,21 @@ SELECT fencelock.acquire_permit('d:gp', 'p1', '1ms', 2) + fencelock.acquire_perm
 SELECT pg_sleep(0.01);
 SELECT * FROM diff_step($$fencelock.acquire(%1$L || 'gp', 'w', '10s')$$);
 SELECT * FROM diff_step($$fencelock.release(%1$L || 'gp', 'p1')$$);
+-- A group whose holders' sessions have ended (issue 35, defect 3): busy while the session-bound
+-- holder's session lives; once it has ended (as if the exit sweep had skipped the row) and no
+-- holder occupies a share any more, an exclusive grant ends the group and takes the lease; with
+-- another holder still live, it stays busy.
+SELECT * FROM diff_step($$fencelock.acquire_shared(%1$L || 'gs', 'r1', '10s', wait => '0', session => true)$$);
+SELECT * FROM diff_step($$fencelock.acquire(%1$L || 'gs', 'w', '10s')$$);
+SELECT * FROM diff_step($$fencelock.acquire_permit(%1$L || 'gt', 'p1', '10s', 2, wait => '0', session => true)$$);
+SELECT * FROM diff_step($$fencelock.acquire_permit(%1$L || 'gt', 'p2', '10s', 2)$$);
+UPDATE fencelock.lease_holder SET session_id = 9223372036854775807
+ WHERE resource LIKE '_:g_' AND session_id IS NOT NULL;
+SELECT * FROM diff_step($$fencelock.acquire(%1$L || 'gs', 'w', '10s')$$);
+SELECT * FROM diff_step($$fencelock.acquire_xact(%1$L || 'gt', 'w')$$);
+SELECT * FROM diff_step($$fencelock.release(%1$L || 'gt', 'p2')$$);
+SELECT * FROM diff_step($$fencelock.acquire_xact(%1$L || 'gt', 'w')$$);
+SELECT * FROM diff_step($$fencelock.release(%1$L || 'gs', 'w')$$);
 
 -- == REPEATABLE READ: both paths are the statements'; the answers stay the same ==
 BEGIN ISOLATION LEVEL REPEATABLE READ;
