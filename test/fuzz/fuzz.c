@@ -418,8 +418,12 @@ main(int argc, char **argv)
 		int map[FZ_MAX_SLOTS];
 		int nfds = 0;
 		int64_t now = fz_now_us();
-		bool ending = now >= deadline || interrupted;
+		bool ending;
 		int busy = 0;
+
+		if (interrupted && deadline > now)
+			deadline = now; /* Ctrl-C: end as at the deadline */
+		ending = now >= deadline;
 
 		for (int i = 0; i < opt.slots; i++)
 		{
