@@ -224,6 +224,7 @@ extern const char *fz_sqlstate(const PGresult *res);
 extern PGresult *fz_exec(PGconn *conn, const char *sql);
 extern bool fz_exec_ok(PGconn *conn, const char *sql, const char *what);
 extern void fz_count_state(FzStats *st, const char *state);
+extern const char *fz_printable(const char *s, char *buf, size_t len);
 
 /* gen.c: the catalog and the statements */
 extern bool fz_read_catalog(PGconn *conn, FzCatalog *cat);

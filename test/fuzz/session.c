@@ -422,6 +422,8 @@ judge_reserved(Slot *s, const PGresult *res)
 {
 	const char *name = NULL;
 	const char *answer;
+	char shown[80];
+	bool effect;
 
 	if (s->role == ROLE_SUPER)
 		return;
@@ -433,7 +435,8 @@ judge_reserved(Slot *s, const PGresult *res)
 			fz_violation(V_RESERVED,
 						 "%s wrote %s row(s) bound to lease \"%s\", which is reserved to "
 						 "other roles",
-						 cat.role_name[s->role], PQcmdTuples((PGresult *) res), s->judged);
+						 cat.role_name[s->role], PQcmdTuples((PGresult *) res),
+						 fz_printable(s->judged, shown, sizeof(shown)));
 			print_context(s);
 		}
 		return;
@@ -446,14 +449,13 @@ judge_reserved(Slot *s, const PGresult *res)
 	if (name == NULL)
 		return;
 	answer = PQntuples(res) == 1 ? (PQgetisnull(res, 0, 0) ? "NULL" : PQgetvalue(res, 0, 0)) : "?";
+	effect = !(strcmp(answer, "f") == 0 || strcmp(answer, "NULL") == 0 ||
+			   strcmp(answer, "0") == 0 || strcmp(answer, "{}") == 0);
 	fz_violation(V_RESERVED,
-				 "%s called %s on \"%.60s\" (reserved to other roles) and was answered "
-				 "%s%s instead of 42501",
-				 cat.role_name[s->role], s->func->name, name, answer[0] ? answer : "(void)",
-				 (s->func->kind != KIND_GUARDED || strcmp(answer, "f") == 0 ||
-				  strcmp(answer, "NULL") == 0 || strcmp(answer, "0") == 0)
-					 ? ""
-					 : " (it took effect)");
+				 "%s called %s on \"%s\" (reserved to other roles) and was answered %s%s "
+				 "instead of 42501",
+				 cat.role_name[s->role], s->func->name, fz_printable(name, shown, sizeof(shown)),
+				 answer[0] ? answer : "(void)", effect ? " (it took effect)" : "");
 	print_context(s);
 }
 

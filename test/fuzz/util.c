@@ -101,3 +101,28 @@ fz_count_state(FzStats *st, const char *state)
 		st->top_counts[st->ntop++] = 1;
 	}
 }
+
+/* S for a message: control characters as \n, \t, \r or \xNN, at most LEN - 1 bytes. */
+const char *
+fz_printable(const char *s, char *buf, size_t len)
+{
+	size_t n = 0;
+
+	for (; *s && n + 5 < len; s++)
+	{
+		unsigned char c = (unsigned char) *s;
+
+		if (c == '\n')
+			n += (size_t) snprintf(buf + n, len - n, "\\n");
+		else if (c == '\t')
+			n += (size_t) snprintf(buf + n, len - n, "\\t");
+		else if (c == '\r')
+			n += (size_t) snprintf(buf + n, len - n, "\\r");
+		else if (c < 0x20 || c == 0x7f)
+			n += (size_t) snprintf(buf + n, len - n, "\\x%02x", c);
+		else
+			buf[n++] = (char) c;
+	}
+	buf[n] = '\0';
+	return buf;
+}
