@@ -283,7 +283,7 @@ fz_send_next(Slot *s)
 			snprintf(s->sql, SQL_LEN, "ROLLBACK");
 		}
 	}
-	else if (ts == PQTRANS_IDLE && s->gid[0] != '\0' && s->nprepared >= 0 && fz_chance(&s->rng, 30))
+	else if (ts == PQTRANS_IDLE && s->gid[0] != '\0' && fz_chance(&s->rng, 30))
 	{
 		s->act = ACT_FINISH_PREPARED;
 		s->commit_it = fz_chance(&s->rng, 70);
