@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Run the whole test suite on every supported PostgreSQL major: regression (pg_regress),
 # concurrency (isolation tester), crash, failover, dump/restore, pgbouncer and tool tests (TAP),
-# and a short chaos run.  Installs what it needs, provides each major (scripts/pg.sh: Debian's 15,
+# a short chaos run and a short run of the SQL fuzzer.  Installs what it needs, provides each major (scripts/pg.sh: Debian's 15,
 # Debian's binary packages of 17 and 18 in cached Debian roots, and 18-debug: 18's source built
 # with assertions on), builds fencelock with -Werror against each, and starts a throwaway cluster
 # per major as the postgres user (17 and 18: all of it chrooted into their root, scripts/pg.sh's
@@ -30,8 +30,8 @@ usage() {
 # The suites each major runs.
 fl_suites_of() {
 	case $1 in
-	15) echo "regress isolation tap chaos clients patroni docs package" ;;
-	*) echo "regress isolation tap chaos" ;;
+	15) echo "regress isolation tap chaos fuzz clients patroni docs package" ;;
+	*) echo "regress isolation tap chaos fuzz" ;;
 	esac
 }
 
@@ -242,6 +242,18 @@ run_major() {
 				PGDATABASE=chaos bash test/chaos/run-short.sh" >"$dir/chaos.log" 2>&1 || status=$?
 			cat "$dir/chaos.log"
 			tally chaos "$status" $((status == 0)) $((status != 0)) $((SECONDS - t)) "$dir/chaos.log"
+			;;
+		fuzz)
+			# The SQL fuzzer's short run (test/fuzz, doc/testing.md "The fuzzer"): one check.
+			[ -f "$tree/test/fuzz/run-short.sh" ] || continue
+			echo "== pg $major fuzz (short run)"
+			local status=0
+			t=$SECONDS
+			fl_as_pg bash -c "cd '$tree' && make -s PG_CONFIG='$PG_BIN/pg_config' COPT=-Werror fuzz-build >/dev/null &&
+				createdb fuzz && psql -X -q -d fuzz -c 'CREATE EXTENSION fencelock' &&
+				PGDATABASE=fuzz FUZZ_LOG='$dir/pg/server.log' bash test/fuzz/run-short.sh" >"$dir/fuzz.log" 2>&1 || status=$?
+			cat "$dir/fuzz.log"
+			tally fuzz "$status" $((status == 0)) $((status != 0)) $((SECONDS - t)) "$dir/fuzz.log"
 			;;
 		patroni)
 			# Two Patroni-managed nodes and an etcd (scripts/test-patroni.sh), as root: it installs
