@@ -99,6 +99,8 @@ fl_pg_verify() {
 	done
 	[ -e "$("$prefix/bin/pg_config" --sharedir)/extension/dblink.control" ] ||
 		{ echo "missing dblink in $prefix" >&2; return 1; }
+	[ -e "$("$prefix/bin/pg_config" --sharedir)/extension/amcheck.control" ] ||
+		{ echo "missing amcheck in $prefix" >&2; return 1; }
 	if [ "$1" != "$major" ]; then
 		"$prefix/bin/pg_config" --configure | grep -q -- --enable-cassert ||
 			{ echo "$prefix is not assert-enabled" >&2; return 1; }
@@ -154,6 +156,7 @@ fl_pg_build() {
 			make -C src/test/isolation install &&
 			make -C src/test/perl install &&
 			make -C contrib/dblink install && # the wait_* isolation specs drive a waiter through it
+			make -C contrib/amcheck install && # the fuzzer's audit of fencelock's tables and indexes
 			if [ "$variant" != "$major" ]; then # scripts/debug-run.sh gives it to memcheck
 				install -m 644 src/tools/valgrind.supp "$prefix/share/valgrind.supp"
 			fi
@@ -321,7 +324,8 @@ fl_pg() {
 		return 0
 	fi
 	prefix=$FENCELOCK_PG_CACHE/pg-$major
-	stamp=$prefix/.fencelock-build-ok
+	# (the stamp's name changes when the recipe does: -2 added amcheck, so older builds are redone)
+	stamp=$prefix/.fencelock-build-ok-2
 	if [ ! -f "$stamp" ]; then
 		mkdir -p "$FENCELOCK_PG_CACHE" || return 1
 		(
