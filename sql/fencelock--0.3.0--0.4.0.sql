@@ -534,6 +534,14 @@ BEGIN
 END
 $fl$;
 
+-- == a dropped task table takes its row with it (issue 35) ==
+-- fencelock.task_tables names a table by OID without a dependency: the sql_drop event trigger
+-- (fencelock_inheritance_guard_drop, src/inhguard.c) now removes a dropped table's row at DROP.
+-- Rows of tables dropped before this update would stay until the next enable_tasks: removed
+-- now, before a new table can take their OID.
+DELETE FROM fencelock.task_tables AS c
+ WHERE NOT EXISTS (SELECT FROM pg_catalog.pg_class AS r
+                    WHERE r.oid OPERATOR(pg_catalog.=) c.tbl::pg_catalog.oid);
 -- == privileges of the objects this update created (issue 35) ==
 -- Every function, table and view of the extension that 0.3.0 did not have gets a rule: what extends
 -- an object of 0.3.0 takes its privileges (a database that revoked acquire from PUBLIC and granted

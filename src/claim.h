@@ -161,6 +161,7 @@ extern List *fl_task_require_fence_triggers(Relation rel, const char *fence_col,
 extern Oid fl_task_tables_relid;
 extern bool fl_task_read_map(Oid relid, TaskMap *map, Oid *claim_index);
 extern void fl_task_write_map(Oid relid, const TaskMap *map, Oid claim_index, const Datum *policy);
+extern void fl_task_forget_tables(List *relids);
 
 /* claimsql.c: the statements' text */
 extern const char *fl_task_key_equality(Oid opfamily, Oid opcintype);

@@ -215,10 +215,6 @@ task_table_build(TaskTable *tt)
 	ListCell *lc;
 	MemoryContext old;
 
-	/* Before any lock: a role that may not update the table must not queue behind its writers. */
-	if (pg_class_aclcheck(tt->relid, GetUserId(), ACL_UPDATE) != ACLCHECK_OK &&
-		pg_attribute_aclcheck_all(tt->relid, GetUserId(), ACL_UPDATE, ACLMASK_ANY) != ACLCHECK_OK)
-		aclcheck_error(ACLCHECK_NO_PRIV, OBJECT_TABLE, get_rel_name(tt->relid));
 	rel = table_open(tt->relid, AccessShareLock);
 	if (!fl_task_read_map(tt->relid, &map, NULL))
 		ereport(ERROR,
@@ -313,6 +309,15 @@ fl_task_table(Oid relid)
 	TaskTable *tt;
 	bool found;
 
+	/*
+	 * Before any lock: a role that may not update the table must not queue behind its writers.
+	 * Checked at every call, not once when the entry is built: the entry serves every role of the
+	 * session (SET ROLE, SECURITY DEFINER), and a membership revoked invalidates no relcache
+	 * entry (issue 35, checks remembered without their role).
+	 */
+	if (pg_class_aclcheck(relid, GetUserId(), ACL_UPDATE) != ACLCHECK_OK &&
+		pg_attribute_aclcheck_all(relid, GetUserId(), ACL_UPDATE, ACLMASK_ANY) != ACLCHECK_OK)
+		aclcheck_error(ACLCHECK_NO_PRIV, OBJECT_TABLE, get_rel_name(relid));
 	if (task_tables == NULL)
 	{
 		HASHCTL ctl;

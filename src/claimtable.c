@@ -118,6 +118,12 @@ static FlStmt map_prune = {
 	0,
 	{InvalidOid}};
 
+/* Rows of tables a command drops (the sql_drop event trigger, inhguard.c). */
+static FlStmt map_forget = {"DELETE FROM fencelock.task_tables AS c "
+							" WHERE c.tbl::pg_catalog.oid OPERATOR(pg_catalog.=) ANY ($1)",
+							1,
+							{OIDARRAYOID}};
+
 /* Task tables are ordinary or partitioned tables, and not temporary. */
 void
 fl_task_check_relation(Oid relid)
@@ -579,4 +585,28 @@ fl_task_refuse_inheritance_children(Oid relid)
 					   get_rel_name(linitial_oid(children))),
 			 errhint("Use a partitioned table (its partitions get the fence trigger), or enable "
 					 "each child table on its own and claim from it.")));
+}
+
+/*
+ * Forget the rows of RELIDS, relations a command is dropping: fencelock.task_tables names a table
+ * by OID (regclass) without a dependency, so a table created later under a dropped table's OID
+ * would otherwise be a task table, enabled by nobody, until the next enable_tasks pruned the row
+ * (issue 35).  Called by the sql_drop event trigger, in the dropping command's transaction.
+ */
+void
+fl_task_forget_tables(List *relids)
+{
+	FlSession session;
+	Datum *elems = palloc(sizeof(Datum) * list_length(relids));
+	Datum values[1];
+	int n = 0;
+	ListCell *lc;
+
+	foreach (lc, relids)
+		elems[n++] = ObjectIdGetDatum(lfirst_oid(lc));
+	values[0] = PointerGetDatum(construct_array(elems, n, OIDOID, sizeof(Oid), true, TYPALIGN_INT));
+	fl_begin(&session);
+	fl_run(&map_forget, values, NULL, false);
+	fl_end(&session);
+	pfree(elems);
 }

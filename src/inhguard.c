@@ -24,6 +24,10 @@
  * pg_restore --clean drops them in any order), so there it only warns.  No table's state is
  * checked for a command on another table: a child that lacks its trigger (made with
  * check_function_bodies off) makes no other command fail, only those that would change it again.
+ *
+ * The sql_drop trigger also forgets the task tables the command dropped (claimtable.c): their
+ * row in fencelock.task_tables names the table by OID, and a table created later under the same
+ * OID would otherwise inherit the mapping.
  */
 #include "postgres.h"
 
@@ -31,6 +35,7 @@
 #include "access/htup_details.h"
 #include "access/table.h"
 #include "asowner.h"
+#include "claim.h"
 #include "catalog/pg_inherits.h"
 #include "catalog/pg_trigger.h"
 #include "commands/event_trigger.h"
@@ -346,6 +351,18 @@ static const char *const dropped_sql =
 	"WHERE d.classid OPERATOR(pg_catalog.=) 'pg_catalog.pg_trigger'::pg_catalog.regclass";
 
 /*
+ * The tables (and other relations) the command dropped; none when it drops the extension, whose
+ * own task_tables goes with it.
+ */
+static SPIPlanPtr dropped_tables_plan = NULL;
+static const char *const dropped_tables_sql =
+	"SELECT d.objid FROM pg_catalog.pg_event_trigger_dropped_objects() AS d "
+	"WHERE d.classid OPERATOR(pg_catalog.=) 'pg_catalog.pg_class'::pg_catalog.regclass "
+	"AND d.objsubid OPERATOR(pg_catalog.=) 0 AND NOT EXISTS (SELECT "
+	"FROM pg_catalog.pg_event_trigger_dropped_objects() AS e "
+	"WHERE e.classid OPERATOR(pg_catalog.=) 'pg_catalog.pg_extension'::pg_catalog.regclass)";
+
+/*
  * The first column of the rows of a statement: pointers (the commands live in the event
  * trigger's own memory) or OIDs, in a list made in the caller's memory context.
  */
@@ -393,8 +410,13 @@ fencelock_inheritance_guard(PG_FUNCTION_ARGS)
 	}
 	else if (strcmp(trigdata->event, "sql_drop") == 0)
 	{
+		List *tables;
+
 		foreach (lc, first_column(&dropped_plan, dropped_sql, true))
 			check_child(lfirst_oid(lc), CHANGE_LOST_TRIGGER);
+		tables = first_column(&dropped_tables_plan, dropped_tables_sql, true);
+		if (tables != NIL)
+			fl_task_forget_tables(tables);
 	}
 	PG_RETURN_NULL();
 }

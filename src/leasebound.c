@@ -43,6 +43,7 @@ typedef struct ShownFence
 {
 	char lease[FENCELOCK_MAX_RESOURCE_LEN + 1]; /* hash key */
 	int64 fence;
+	Oid role;               /* the role the resource and holder checks passed for */
 	SubTransactionId subid; /* where the row lock was taken */
 } ShownFence;
 
@@ -121,13 +122,22 @@ shown_fences(void)
 	return shown;
 }
 
+/*
+ * What was checked is a fence of the lease and the current role's right to write under it: the
+ * entry remembers that role, and a write made as another one (a SECURITY DEFINER function, SET
+ * ROLE) checks again (issue 35, shown fences remembered without their role).
+ */
 static void
 remember(const char *lease, int64 fence)
 {
-	ShownFence *entry = hash_search(shown_fences(), lease, HASH_ENTER, NULL);
+	bool found;
+	ShownFence *entry = hash_search(shown_fences(), lease, HASH_ENTER, &found);
 
+	/* Checked again for another role: the row lock is still the one taken first. */
+	if (!found || entry->fence != fence)
+		entry->subid = GetCurrentSubTransactionId();
 	entry->fence = fence;
-	entry->subid = GetCurrentSubTransactionId();
+	entry->role = GetUserId();
 	shown_peak = Max(shown_peak, hash_get_num_entries(shown));
 }
 
@@ -241,8 +251,8 @@ fl_check_lease_write(Relation rel, AttrNumber attnum, const char *lease, int64 f
 	bool group = false;
 	int64 latest = 0;
 
-	if (entry != NULL && entry->fence == fence)
-		return; /* shown and row-locked earlier in this transaction */
+	if (entry != NULL && entry->fence == fence && entry->role == GetUserId())
+		return; /* shown and row-locked earlier in this transaction, by this role */
 	fl_check_resource_cstring(lease);
 
 	if (strlen(lease) <= FENCELOCK_MAX_RESOURCE_LEN)
@@ -296,8 +306,16 @@ fl_errmsg_unfenced(FlWrite write, Relation rel)
 void
 fl_check_lease_shown(Relation rel, AttrNumber attnum, const char *lease, FlWrite write)
 {
-	if (lookup(lease) != NULL)
+	ShownFence *entry = lookup(lease);
+
+	if (entry != NULL && entry->role == GetUserId())
 		return;
+	/* Shown as another role: this role may use the fence only if it passes the same checks. */
+	if (entry != NULL)
+	{
+		fl_check_lease_write(rel, attnum, lease, entry->fence);
+		return;
+	}
 	fl_count_table(RelationGetRelid(rel), false);
 	if (fencelock_log_level >= 0)
 		ereport(
