@@ -173,8 +173,9 @@ LANGUAGE C VOLATILE;
 -- the longest covering prefix decides; names under no prefix stay open (src/privilege.c).
 -- grantee is the role's name, which a dump restores whatever roles exist (a regrole made the
 -- whole COPY fail, and left every prefix open); a grant is in force for the role of that name
--- holding SELECT on this table, which grant_resources gives: PostgreSQL's dependency on that
--- privilege refuses DROP ROLE, and a name that resolves to no such role matches nobody.
+-- holding itself SELECT on the column grantee, the marker grant_resources gives and nothing else
+-- does: PostgreSQL's dependency on that privilege refuses DROP ROLE, and a name that resolves to
+-- no role holding the marker (dropped, renamed, created later under the name) matches nobody.
 CREATE TABLE fencelock.resource_grants (
     prefix  pg_catalog.text COLLATE "C" NOT NULL CHECK (prefix OPERATOR(pg_catalog.<>) ''),
     grantee pg_catalog.text COLLATE "C" NOT NULL CHECK (grantee OPERATOR(pg_catalog.<>) ''),

@@ -13,21 +13,27 @@
  * lease; the lease rule (leasetable.c) knows nothing of it.
  *
  * Grants follow their roles (issue 35).  A row names its grantee by role name, a form a dump
- * restores whatever roles the new cluster has, resolved when the cache is built: a name that
- * resolves to no role (a restore without the role, a role dropped or renamed) matches nobody, so
- * its prefix stays reserved; a grant fails closed, never open.  grant_resources also grants the
- * role SELECT on fencelock.resource_grants (what the view shows anyway), an ordinary privilege
- * that PostgreSQL records in pg_shdepend: DROP ROLE is refused while the role holds it
- * ("privileges for table fencelock.resource_grants"), DROP OWNED BY takes it, pg_dump keeps it
- * by role name, and revoke_resources takes it with the role's last grant.  No dependency of a
- * class PostgreSQL cannot describe is made, so DROP ROLE and DROP OWNED BY never fail on one.
+ * restores whatever roles the new cluster has; grant_resources also grants the role a marker,
+ * SELECT on the column grantee of fencelock.resource_grants, a privilege nothing else grants.
+ * When the cache is built, a row matches the role of its name only if that role holds the marker
+ * itself (an entry of the column's ACL, by OID; the table's owner, whose privileges are its own,
+ * needs none): a name that resolves to no role (a restore without the role, a role dropped), or
+ * to a role that is not the one granted (created later under a dropped or renamed grantee's
+ * name), matches nobody, so its prefix stays reserved; a grant fails closed, never open.
+ * PostgreSQL records the marker in pg_shdepend: DROP ROLE is refused while the role holds it
+ * ("privileges for column grantee of table fencelock.resource_grants"), DROP OWNED BY takes it,
+ * pg_dump keeps it by role name, and revoke_resources takes it with the role's last grant,
+ * leaving any other privilege on the table (a table-level SELECT a DBA granted) alone.  No
+ * dependency of a class PostgreSQL cannot describe is made, so DROP ROLE and DROP OWNED BY never
+ * fail on one.
  *
  * This file owns fencelock.resource_grants: its statements and this backend's cache of it.  The
  * cache holds the prefixes in a hash table keyed by the prefix's bytes, and the distinct prefix
  * lengths, longest first: the longest prefix covering a name is the first of its leading parts
  * of those lengths found in the table.  With no prefix defined the check is one flag test.  It is
  * dropped at any invalidation of the table's relcache entry (grant_resources and
- * revoke_resources send one; a GRANT or REVOKE on the table sends one) or of a role, and rebuilt
+ * revoke_resources send one; a GRANT or REVOKE on the table or its columns sends one: pg_class's
+ * or pg_attribute's row changes) or of a role, and rebuilt
  * at the next check.  It is valid only once built completely from a snapshot taken then: a build
  * that an error interrupts (a cancel, a statement_timeout) leaves it invalid, so the check that
  * could not be made raises that error and the next one builds again (issue 35, defect 1).
@@ -37,6 +43,7 @@
 #include "access/xact.h"
 #include "args.h"
 #include "asowner.h"
+#include "catalog/pg_attribute.h"
 #include "catalog/pg_authid.h"
 #include "catalog/pg_type.h"
 #include "common/hashfn.h"
@@ -161,6 +168,52 @@ texts_equal(text *a, text *b)
 		   memcmp(VARDATA_ANY(a), VARDATA_ANY(b), VARSIZE_ANY_EXHDR(a)) == 0;
 }
 
+/*
+ * The roles that hold the marker, SELECT on column grantee of RELID, themselves: the grantees of
+ * the column's ACL entries (never a membership, never the table-level SELECT).  In the caller's
+ * memory; *N of them.  A missing column (a superuser's ALTER TABLE): none.
+ */
+static Oid *
+marker_holders(Oid relid, int *n)
+{
+	HeapTuple tup = SearchSysCacheAttName(relid, "grantee");
+	Oid *holders = NULL;
+	bool isnull;
+	Datum d;
+
+	*n = 0;
+	if (!HeapTupleIsValid(tup))
+		return NULL;
+	d = SysCacheGetAttr(ATTNAME, tup, Anum_pg_attribute_attacl, &isnull);
+	if (!isnull)
+	{
+		Acl *acl = DatumGetAclPCopy(d);
+		AclItem *items = ACL_DAT(acl);
+
+		holders = palloc(sizeof(Oid) * Max(ACL_NUM(acl), 1));
+		for (int i = 0; i < ACL_NUM(acl); i++)
+			if ((ACLITEM_GET_PRIVS(items[i]) & ACL_SELECT) != 0)
+				holders[(*n)++] = items[i].ai_grantee;
+		pfree(acl);
+	}
+	ReleaseSysCache(tup);
+	return holders;
+}
+
+/* The role a grant row names, NAME (NULL when unreadable), if it is the one granted; else 0. */
+static Oid
+granted_role(const char *name, Oid owner, const Oid *holders, int nholders)
+{
+	Oid role = name != NULL ? get_role_oid(name, true) : InvalidOid;
+
+	if (!OidIsValid(role) || role == owner)
+		return role;
+	for (int i = 0; i < nholders; i++)
+		if (holders[i] == role)
+			return role;
+	return InvalidOid;
+}
+
 /* Read the grants into the cache, in its own memory context. */
 static void
 cache_read(void)
@@ -168,11 +221,17 @@ cache_read(void)
 	FlSession s;
 	uint64 n;
 	bool *seen_length;
+	Oid owner;
+	Oid *holders;
+	int nholders;
 
 	/* In the caller's memory: SPI_finish frees what is allocated in between. */
 	seen_length = palloc0(sizeof(bool) * (FENCELOCK_MAX_RESOURCE_LEN + 1));
 	fl_begin(&s);
 	n = fl_run_latest(&grants_select, NULL, NULL);
+	/* After the read, whose lock took the invalidations committed before it. */
+	owner = fl_rel_owner(cache.relid);
+	holders = marker_holders(cache.relid, &nholders);
 	cache.nslots = 16;
 	while (cache.nslots < 2 * (int) n)
 		cache.nslots *= 2;
@@ -196,11 +255,11 @@ cache_read(void)
 		p->len = len;
 		p->hash = hash;
 		p->grantees = MemoryContextAlloc(cache.cxt, sizeof(Oid) * (next - r));
-		/* A grantee that resolves to no role matches nobody: the prefix stays reserved. */
+		/* A grantee that is not the role granted matches nobody: the prefix stays reserved. */
 		for (uint64 g = r; g < next; g++)
 		{
-			char *name = SPI_getvalue(SPI_tuptable->vals[g], SPI_tuptable->tupdesc, 2);
-			Oid role = name != NULL ? get_role_oid(name, true) : InvalidOid;
+			Oid role = granted_role(SPI_getvalue(SPI_tuptable->vals[g], SPI_tuptable->tupdesc, 2),
+									owner, holders, nholders);
 
 			if (OidIsValid(role))
 				p->grantees[p->ngrantees++] = role;
@@ -354,8 +413,10 @@ grants_relid(void)
 }
 
 /*
- * Give role NAME the privilege that ties it to its grants (GRANT), or take it (REVOKE), as the
- * extension's owner, inside fl_begin.  Never for the table's owner, whose privileges are its own.
+ * Give role NAME the marker that ties it to its grants, SELECT on column grantee (GRANT), or take
+ * it (REVOKE), as the extension's owner, inside fl_begin.  A column privilege only: a REVOKE
+ * leaves the role's table-level SELECT, which is not the marker, to whoever granted it.  Never for
+ * the table's owner, whose privileges are its own.
  */
 static void
 holder_privilege(Oid relid, const char *name, bool grant)
@@ -366,8 +427,8 @@ holder_privilege(Oid relid, const char *name, bool grant)
 
 	if (!OidIsValid(role) || role == fl_rel_owner(relid))
 		return;
-	sql = psprintf(grant ? "GRANT SELECT ON TABLE fencelock.resource_grants TO %s"
-						 : "REVOKE SELECT ON TABLE fencelock.resource_grants FROM %s",
+	sql = psprintf(grant ? "GRANT SELECT (grantee) ON TABLE fencelock.resource_grants TO %s"
+						 : "REVOKE SELECT (grantee) ON TABLE fencelock.resource_grants FROM %s",
 				   quote_identifier(name));
 	rc = SPI_execute(sql, false, 0);
 	(void) fl_spi_result(sql, rc);
