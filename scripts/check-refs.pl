@@ -110,7 +110,7 @@ for my $file (sort keys %exists) {
 			$path =~ s/#[\w-]*$//;    # a section of a document: the link check above checks it
 			$path =~ s/[.:]+$//;
 			next if $path =~ /[*<>\[\]\$?{}]|NNN|NAME|XXX/;    # patterns, variables, placeholders
-			next if $path =~ m{^(src/(test|include|backend|makefiles|interfaces|tools)|contrib/dblink)(/|$)};   # PostgreSQL's own source tree
+			next if $path =~ m{^(src/(test|include|backend|makefiles|interfaces|tools)|contrib/(dblink|amcheck))(/|$)};   # PostgreSQL's own source tree
 			next if $path =~ m{^(bin|scripts|test/chaos|test/fuzz)/[\w-]+$} && -e "$path.c"; # a built program
 			next if $path =~ m{/$};
 			next if $path =~ m{^(.*)\.o$} && -e "$1.c";                 # built from its source
