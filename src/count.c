@@ -23,6 +23,12 @@
  * events of an open subtransaction are always the list's tail), relabelled to the parent level
  * when a subtransaction commits, cut off when it aborts, applied at the commit.  A prepared
  * transaction's per-resource events are dropped at PREPARE: it has no place to keep them.
+ *
+ * The list lives for one transaction in a context of its own ("fencelock pending events"), and
+ * an array only grows: one transaction of millions of grants, renewals and releases would keep
+ * its size, about 64 bytes an event, for the rest of the session.  A list that grew past
+ * FL_EVENTS_KEEP events is given back at the transaction's end instead (issue 35's search for
+ * unbounded inputs, as leasebound.c drops its large table of fences shown).
  */
 #include "postgres.h"
 
@@ -50,6 +56,10 @@ typedef struct FlPendingEvent
 	FlResEvent event;
 } FlPendingEvent;
 
+/* The most events whose memory a session keeps after the transaction that held them */
+#define FL_EVENTS_KEEP 1024
+
+static MemoryContext events_cxt = NULL;
 static FlPendingEvent *events = NULL;
 static int events_allocated = 0;
 static int nevents = 0;
@@ -76,6 +86,19 @@ fl_pending_clear(int from_level)
 	pending_top = Min(pending_top, from_level - 1);
 }
 
+/* The transaction ended: its events are applied or dropped; a large list gives back its memory. */
+static void
+fl_events_clear(void)
+{
+	nevents = 0;
+	if (events_allocated > FL_EVENTS_KEEP)
+	{
+		MemoryContextReset(events_cxt);
+		events = NULL;
+		events_allocated = 0;
+	}
+}
+
 static void
 fl_count_xact_callback(XactEvent event, void *arg)
 {
@@ -90,7 +113,7 @@ fl_count_xact_callback(XactEvent event, void *arg)
 			fl_pending_clear(1);
 			for (int i = 0; i < nevents; i++)
 				fl_resstats_apply(MyDatabaseId, events[i].name, events[i].len, &events[i].event);
-			nevents = 0;
+			fl_events_clear();
 			break;
 		case XACT_EVENT_PRE_PREPARE:
 			/*
@@ -107,13 +130,13 @@ fl_count_xact_callback(XactEvent event, void *arg)
 			/* Prepared: the slot is the prepared transaction's now. */
 			my_prepared_slot = -1;
 			fl_pending_clear(1);
-			nevents = 0;
+			fl_events_clear();
 			break;
 		case XACT_EVENT_ABORT:
 		case XACT_EVENT_PARALLEL_ABORT:
 			fl_prepared_free_mine();
 			fl_pending_clear(1);
-			nevents = 0;
+			fl_events_clear();
 			break;
 		default:
 			break;
@@ -198,9 +221,11 @@ fl_count_resource_at_commit(text *resource, FlResEventKind kind, int64 fence, Ti
 	{
 		int want = Max(16, events_allocated * 2);
 
-		events = events == NULL
-					 ? MemoryContextAlloc(TopMemoryContext, sizeof(FlPendingEvent) * want)
-					 : repalloc(events, sizeof(FlPendingEvent) * want);
+		if (events_cxt == NULL)
+			events_cxt = AllocSetContextCreate(TopMemoryContext, "fencelock pending events",
+											   ALLOCSET_SMALL_SIZES);
+		events = events == NULL ? MemoryContextAlloc(events_cxt, sizeof(FlPendingEvent) * want)
+								: repalloc(events, sizeof(FlPendingEvent) * want);
 		events_allocated = want;
 	}
 	p = &events[nevents];
