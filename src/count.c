@@ -28,7 +28,9 @@
  * an array only grows: one transaction of millions of grants, renewals and releases would keep
  * its size, about 64 bytes an event, for the rest of the session.  A list that grew past
  * FL_EVENTS_KEEP events is given back at the transaction's end instead (issue 35's search for
- * unbounded inputs, as leasebound.c drops its large table of fences shown).
+ * unbounded inputs, as leasebound.c drops its large table of fences shown).  So are the counts
+ * per level once they grew past FL_LEVELS_KEEP levels (128 bytes a level: a grant under
+ * thousands of nested savepoints).
  */
 #include "postgres.h"
 
@@ -56,8 +58,9 @@ typedef struct FlPendingEvent
 	FlResEvent event;
 } FlPendingEvent;
 
-/* The most events whose memory a session keeps after the transaction that held them */
+/* The most events, and nesting levels, whose memory a session keeps after their transaction */
 #define FL_EVENTS_KEEP 1024
+#define FL_LEVELS_KEEP 64
 
 static MemoryContext events_cxt = NULL;
 static FlPendingEvent *events = NULL;
@@ -86,16 +89,26 @@ fl_pending_clear(int from_level)
 	pending_top = Min(pending_top, from_level - 1);
 }
 
-/* The transaction ended: its events are applied or dropped; a large list gives back its memory. */
+/*
+ * The transaction ended: its counts and events are settled or dropped; a large list, or counts
+ * of many levels, give back their memory.
+ */
 static void
-fl_events_clear(void)
+fl_xact_clear(void)
 {
+	fl_pending_clear(1);
 	nevents = 0;
 	if (events_allocated > FL_EVENTS_KEEP)
 	{
 		MemoryContextReset(events_cxt);
 		events = NULL;
 		events_allocated = 0;
+	}
+	if (pending_levels > FL_LEVELS_KEEP)
+	{
+		pfree(pending);
+		pending = NULL;
+		pending_levels = 0;
 	}
 }
 
@@ -110,10 +123,9 @@ fl_count_xact_callback(XactEvent event, void *arg)
 			for (int c = 0; pending_top > 0 && c < FL_NUM_COUNTERS; c++)
 				if (pending[0][c] > 0)
 					fl_count((FlCounter) c, pending[0][c]);
-			fl_pending_clear(1);
 			for (int i = 0; i < nevents; i++)
 				fl_resstats_apply(MyDatabaseId, events[i].name, events[i].len, &events[i].event);
-			fl_events_clear();
+			fl_xact_clear();
 			break;
 		case XACT_EVENT_PRE_PREPARE:
 			/*
@@ -129,14 +141,12 @@ fl_count_xact_callback(XactEvent event, void *arg)
 		case XACT_EVENT_PREPARE:
 			/* Prepared: the slot is the prepared transaction's now. */
 			my_prepared_slot = -1;
-			fl_pending_clear(1);
-			fl_events_clear();
+			fl_xact_clear();
 			break;
 		case XACT_EVENT_ABORT:
 		case XACT_EVENT_PARALLEL_ABORT:
 			fl_prepared_free_mine();
-			fl_pending_clear(1);
-			fl_events_clear();
+			fl_xact_clear();
 			break;
 		default:
 			break;
