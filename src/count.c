@@ -23,6 +23,14 @@
  * events of an open subtransaction are always the list's tail), relabelled to the parent level
  * when a subtransaction commits, cut off when it aborts, applied at the commit.  A prepared
  * transaction's per-resource events are dropped at PREPARE: it has no place to keep them.
+ *
+ * The list lives for one transaction in a context of its own ("fencelock pending events"), and
+ * an array only grows: one transaction of millions of grants, renewals and releases would keep
+ * its size, about 64 bytes an event, for the rest of the session.  A list that grew past
+ * FL_EVENTS_KEEP events is given back at the transaction's end instead (issue 35's search for
+ * unbounded inputs, as leasebound.c drops its large table of fences shown).  So are the counts
+ * per level once they grew past FL_LEVELS_KEEP levels (128 bytes a level: a grant under
+ * thousands of nested savepoints).
  */
 #include "postgres.h"
 
@@ -50,6 +58,11 @@ typedef struct FlPendingEvent
 	FlResEvent event;
 } FlPendingEvent;
 
+/* The most events, and nesting levels, whose memory a session keeps after their transaction */
+#define FL_EVENTS_KEEP 1024
+#define FL_LEVELS_KEEP 64
+
+static MemoryContext events_cxt = NULL;
 static FlPendingEvent *events = NULL;
 static int events_allocated = 0;
 static int nevents = 0;
@@ -76,6 +89,29 @@ fl_pending_clear(int from_level)
 	pending_top = Min(pending_top, from_level - 1);
 }
 
+/*
+ * The transaction ended: its counts and events are settled or dropped; a large list, or counts
+ * of many levels, give back their memory.
+ */
+static void
+fl_xact_clear(void)
+{
+	fl_pending_clear(1);
+	nevents = 0;
+	if (events_allocated > FL_EVENTS_KEEP)
+	{
+		MemoryContextReset(events_cxt);
+		events = NULL;
+		events_allocated = 0;
+	}
+	if (pending_levels > FL_LEVELS_KEEP)
+	{
+		pfree(pending);
+		pending = NULL;
+		pending_levels = 0;
+	}
+}
+
 static void
 fl_count_xact_callback(XactEvent event, void *arg)
 {
@@ -87,10 +123,9 @@ fl_count_xact_callback(XactEvent event, void *arg)
 			for (int c = 0; pending_top > 0 && c < FL_NUM_COUNTERS; c++)
 				if (pending[0][c] > 0)
 					fl_count((FlCounter) c, pending[0][c]);
-			fl_pending_clear(1);
 			for (int i = 0; i < nevents; i++)
 				fl_resstats_apply(MyDatabaseId, events[i].name, events[i].len, &events[i].event);
-			nevents = 0;
+			fl_xact_clear();
 			break;
 		case XACT_EVENT_PRE_PREPARE:
 			/*
@@ -106,14 +141,12 @@ fl_count_xact_callback(XactEvent event, void *arg)
 		case XACT_EVENT_PREPARE:
 			/* Prepared: the slot is the prepared transaction's now. */
 			my_prepared_slot = -1;
-			fl_pending_clear(1);
-			nevents = 0;
+			fl_xact_clear();
 			break;
 		case XACT_EVENT_ABORT:
 		case XACT_EVENT_PARALLEL_ABORT:
 			fl_prepared_free_mine();
-			fl_pending_clear(1);
-			nevents = 0;
+			fl_xact_clear();
 			break;
 		default:
 			break;
@@ -198,9 +231,11 @@ fl_count_resource_at_commit(text *resource, FlResEventKind kind, int64 fence, Ti
 	{
 		int want = Max(16, events_allocated * 2);
 
-		events = events == NULL
-					 ? MemoryContextAlloc(TopMemoryContext, sizeof(FlPendingEvent) * want)
-					 : repalloc(events, sizeof(FlPendingEvent) * want);
+		if (events_cxt == NULL)
+			events_cxt = AllocSetContextCreate(TopMemoryContext, "fencelock pending events",
+											   ALLOCSET_SMALL_SIZES);
+		events = events == NULL ? MemoryContextAlloc(events_cxt, sizeof(FlPendingEvent) * want)
+								: repalloc(events, sizeof(FlPendingEvent) * want);
 		events_allocated = want;
 	}
 	p = &events[nevents];

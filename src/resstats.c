@@ -14,19 +14,19 @@
  * the row keeps the latest committed grant's fence, start and deadline, so a lease granted
  * before a restart, or before its row was evicted, has no hold time counted.
  *
- * The rows are cluster-wide and any role that may acquire can name new resources, so a row is
- * never kept for good.  Each row belongs to the role whose call made it.  When the table is full,
- * the role that brings the new name pays first: if it has rows, it gives up its own least
- * recently used ones, FL_EVICT_PERCENT of the table at a time (as pg_stat_statements deallocates
- * in batches) but never more than it has.  Only a role with no row yet takes rows from another:
- * from the role with the most rows, down to that role's fair share (max_resources divided by the
- * number of roles with rows, the newcomer counted) and never below it.  So a role that floods the
- * table with throwaway names evicts only its own, whichever role has the most rows (issue 35:
- * before, the role with the most rows paid, and another role's flood took an application from 80
- * rows down to 50), and a role at or under its fair share is never evicted by another's names.
- * Once the table is full a role keeps the number of rows it has: a newcomer gets in, but grows
- * only into room that others free (resource_stats_reset empties the table).  Evicted rows are
- * counted (resource_stats_info).  Owner tokens are never kept.
+ * The rows are cluster-wide and any role that may acquire can name new resources, so a row is never
+ * kept for good.  Each row belongs to the role whose call made it.  When the table is full, the
+ * role that brings the new name pays first (the eviction rule of stats.h, which table_stats follows
+ * too): if it has rows, it gives up its own least recently used ones, FL_EVICT_PERCENT of the table
+ * at a time (as pg_stat_statements deallocates in batches) but never more than it has.  Only a role
+ * with no row yet takes rows from another: from the role with the most rows, down to that role's
+ * fair share (max_resources divided by the number of roles with rows, the newcomer counted) and
+ * never below it.  So a role that floods the table with throwaway names evicts only its own,
+ * whichever role has the most rows (issue 35: before, the role with the most rows paid, and another
+ * role's flood took an application from 80 rows down to 50), and a role at or under its fair share
+ * is never evicted by another's names.  Once the table is full a role keeps the number of rows it
+ * has: a newcomer gets in, but grows only into room that others free (resource_stats_reset empties
+ * the table).  Evicted rows are counted (resource_stats_info).  Owner tokens are never kept.
  *
  * Locking (the protocol is written in shmem.c's header): FL_LOCK_RESOURCES guards the hash's
  * shape, generation, evicted and stats_reset; a row found under the shared lock has its counts
@@ -42,6 +42,7 @@
 #include "preload.h"
 #include "resstats.h"
 #include "settings.h"
+#include "stats.h"
 #include "storage/lwlock.h"
 #include "storage/shmem.h"
 #include "storage/spin.h"
@@ -188,12 +189,6 @@ res_key(text *resource, FlResKey *key)
 	return true;
 }
 
-typedef struct FlRoleRows
-{
-	Oid role;
-	int rows;
-} FlRoleRows;
-
 static int
 cmp_last_used(const void *a, const void *b)
 {
@@ -204,62 +199,34 @@ cmp_last_used(const void *a, const void *b)
 }
 
 /*
- * Make room for a row of ROLE, the caller's (the eviction rule in the file's header).  The role
- * that brings the new name pays first: when it has rows, its least recently used ones go, a
- * batch at a time but never more than it has.  A role with none takes from the role with the most
- * rows, down to that role's fair share and never below it.  Caller holds the exclusive lock.
+ * Make room for a row of ROLE, the caller's, by the eviction rule of stats.h (the file's header):
+ * the payer's least recently used rows go, a batch at a time but never more than the rule allows.
+ * Caller holds the exclusive lock.
  */
 static void
 res_evict(Oid role)
 {
-	HASHCTL ctl;
-	HTAB *roles;
+	HTAB *roles = fl_role_rows_create();
 	HASH_SEQ_STATUS status;
 	FlResEntry *entry;
-	FlRoleRows *r;
-	FlRoleRows *victim;
 	FlResEntry **victims;
-	long nroles;
+	Oid payer;
+	int limit;
 	int n = 0;
 	int batch = Max(1, fencelock_max_resources * FL_EVICT_PERCENT / 100);
 
-	ctl.keysize = sizeof(Oid);
-	ctl.entrysize = sizeof(FlRoleRows);
-	ctl.hcxt = CurrentMemoryContext;
-	roles =
-		hash_create("fencelock resource roles", 64, &ctl, HASH_ELEM | HASH_BLOBS | HASH_CONTEXT);
 	hash_seq_init(&status, fl_res_hash);
 	while ((entry = hash_seq_search(&status)) != NULL)
-	{
-		bool found;
-
-		r = hash_search(roles, &entry->role, HASH_ENTER, &found);
-		if (!found)
-			r->rows = 0;
-		r->rows++;
-	}
-	nroles = hash_get_num_entries(roles);
-	victim = hash_search(roles, &role, HASH_FIND, NULL);
-	if (victim == NULL && nroles > 0)
-	{
-		/* A newcomer: the role with the most rows gives way, down to its fair share. */
-		int fair = fencelock_max_resources / (int) (nroles + 1);
-
-		hash_seq_init(&status, roles);
-		while ((r = hash_seq_search(&status)) != NULL)
-			if (victim == NULL || r->rows > victim->rows)
-				victim = r;
-		batch = Min(batch, victim->rows - fair);
-	}
-	if (victim == NULL || batch <= 0)
-	{
-		hash_destroy(roles);
+		fl_role_rows_add(roles, entry->role);
+	payer = fl_evict_payer(roles, role, fencelock_max_resources, &limit);
+	hash_destroy(roles);
+	batch = Min(batch, limit);
+	if (!OidIsValid(payer) || batch <= 0)
 		return;
-	}
-	victims = palloc(sizeof(FlResEntry *) * victim->rows);
+	victims = palloc(sizeof(FlResEntry *) * hash_get_num_entries(fl_res_hash));
 	hash_seq_init(&status, fl_res_hash);
 	while ((entry = hash_seq_search(&status)) != NULL)
-		if (entry->role == victim->role)
+		if (entry->role == payer)
 			victims[n++] = entry;
 	qsort(victims, n, sizeof(FlResEntry *), cmp_last_used);
 	batch = Min(batch, n);
@@ -268,7 +235,6 @@ res_evict(Oid role)
 	fl_res->evicted += batch;
 	fl_res->generation++;
 	pfree(victims);
-	hash_destroy(roles);
 }
 
 /* The row of a resource, made when it has none; NULL when not kept.  Returns under no lock. */

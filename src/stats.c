@@ -1,8 +1,10 @@
 /*
  * stats.c — fencelock's statistics in shared memory: the counters (fencelock.stats), the
  * per-table refusal counts (fencelock.table_stats), the counts of prepared transactions until
- * they end, and the SQL functions that read and reset them.  Counts that follow the
- * transaction's outcome are gathered in count.c first.  Locking: shmem.c's header.
+ * they end, the eviction rule of the cluster-wide statistics tables (stats.h: table_stats and
+ * resstats.c's resource_stats follow it), and the SQL functions that read and reset them.
+ * Counts that follow the transaction's outcome are gathered in count.c first.  Locking: shmem.c's
+ * header.
  */
 #include "postgres.h"
 
@@ -109,10 +111,14 @@ fl_count(FlCounter counter, uint64 n)
  *  - Slots of dropped tables (seen from their own database) and of dropped databases (seen from
  *    any) are given back when the slots run out, at most once per FL_RECLAIM_INTERVAL_MS;
  *    a dropped table's counts move to its database's overflow row (relid NULL).
- *  - Otherwise a new table takes the slot of the least recently refused table of the role that
- *    owns the most slots (fair share): a role that fills the slots with throwaway tables only
- *    ever evicts its own, never the tables of a role with fewer slots.  The evicted counts move
- *    to the overflow row, so a database's totals are kept.
+ *  - Otherwise a slot is evicted by the eviction rule of stats.h: a row belongs to its table's
+ *    owner, and the owner of the new table pays first, with the slot of its own least recently
+ *    refused table; only an owner with no slot yet takes one from the owner with the most slots,
+ *    and only while that owner has more than its fair share.  So a role that floods the slots
+ *    with throwaway tables (a role with TEMP can make fenced temporary tables) evicts only its
+ *    own, never an application's rows (issue 35: before, the owner with the most slots paid).
+ *    The evicted counts move to the overflow row, so a database's totals are kept; a new table
+ *    that finds no slot it may take is counted in the overflow row.
  *
  * At most fencelock.max_tables entries, overflow rows included.
  */
@@ -165,57 +171,110 @@ fl_table_remove(FlTableEntry *entry, bool keep_counts)
 	(void) fl_table_enter(&key, InvalidOid, stale, unfenced);
 }
 
-typedef struct FlOwnerSlots
-{
-	Oid owner;
-	int slots;
-	FlTableEntry *lru;
-} FlOwnerSlots;
-
-/* Evict one per-table row (fair share, see above); false when there is none. */
-static bool
-fl_table_evict_one(void)
+/* A table of FlRoleRows keyed by role, in CurrentMemoryContext (the rule: stats.h) */
+HTAB *
+fl_role_rows_create(void)
 {
 	HASHCTL ctl;
-	HTAB *owners;
-	HASH_SEQ_STATUS status;
-	FlTableEntry *entry;
-	FlOwnerSlots *o;
-	FlOwnerSlots *most = NULL;
 
 	ctl.keysize = sizeof(Oid);
-	ctl.entrysize = sizeof(FlOwnerSlots);
+	ctl.entrysize = sizeof(FlRoleRows);
 	ctl.hcxt = CurrentMemoryContext;
-	owners = hash_create("fencelock table owners", 64, &ctl, HASH_ELEM | HASH_BLOBS | HASH_CONTEXT);
+	return hash_create("fencelock rows per role", 64, &ctl, HASH_ELEM | HASH_BLOBS | HASH_CONTEXT);
+}
+
+/* Count one row of ROLE. */
+void
+fl_role_rows_add(HTAB *roles, Oid role)
+{
+	bool found;
+	FlRoleRows *r = hash_search(roles, &role, HASH_ENTER, &found);
+
+	if (!found)
+		r->rows = 0;
+	r->rows++;
+}
+
+/*
+ * The eviction rule (stats.h): the role that gives up rows so that ROLE can have a new one in a
+ * full table of CAPACITY rows counted in ROLES, and in *limit how many it may give up at most;
+ * InvalidOid (and 0) when no role may.
+ */
+Oid
+fl_evict_payer(HTAB *roles, Oid role, int capacity, int *limit)
+{
+	HASH_SEQ_STATUS status;
+	FlRoleRows *r;
+	FlRoleRows *most = NULL;
+	int fair;
+
+	*limit = 0;
+	r = hash_search(roles, &role, HASH_FIND, NULL);
+	if (r != NULL)
+	{
+		/* The role that brings the new row pays with its own. */
+		*limit = r->rows;
+		return role;
+	}
+	/* A newcomer: the role with the most rows gives way, down to its fair share. */
+	hash_seq_init(&status, roles);
+	while ((r = hash_seq_search(&status)) != NULL)
+		if (most == NULL || r->rows > most->rows)
+			most = r;
+	if (most == NULL)
+		return InvalidOid;
+	fair = capacity / (int) (hash_get_num_entries(roles) + 1);
+	if (most->rows <= fair)
+		return InvalidOid;
+	*limit = most->rows - fair;
+	return most->role;
+}
+
+static int
+cmp_table_last_used(const void *a, const void *b)
+{
+	uint64 x = pg_atomic_read_u64(&(*(FlTableEntry *const *) a)->last_used);
+	uint64 y = pg_atomic_read_u64(&(*(FlTableEntry *const *) b)->last_used);
+
+	return (x > y) - (x < y);
+}
+
+/*
+ * Make room for a row of a table of OWNER (the eviction rule of stats.h): the payer's least
+ * recently refused tables give up their slots until one is free, as many as the rule allows.
+ * Moving the counts to an overflow row may take a slot, hence more than one.  Caller holds the
+ * exclusive lock.
+ */
+static void
+fl_tables_make_room(Oid owner)
+{
+	HTAB *owners = fl_role_rows_create();
+	HASH_SEQ_STATUS status;
+	FlTableEntry *entry;
+	FlTableEntry **victims;
+	Oid payer;
+	int limit;
+	int n = 0;
+
 	hash_seq_init(&status, fl_tables);
 	while ((entry = hash_seq_search(&status)) != NULL)
-	{
-		bool found;
-
-		if (!OidIsValid(entry->key.relid))
-			continue;
-		o = hash_search(owners, &entry->owner, HASH_ENTER, &found);
-		if (!found)
-		{
-			o->slots = 0;
-			o->lru = entry;
-		}
-		o->slots++;
-		if (pg_atomic_read_u64(&entry->last_used) < pg_atomic_read_u64(&o->lru->last_used))
-			o->lru = entry;
-	}
-	hash_seq_init(&status, owners);
-	while ((o = hash_seq_search(&status)) != NULL)
-		if (most == NULL || o->slots > most->slots ||
-			(o->slots == most->slots &&
-			 pg_atomic_read_u64(&o->lru->last_used) < pg_atomic_read_u64(&most->lru->last_used)))
-			most = o;
-	entry = most != NULL ? most->lru : NULL;
+		if (OidIsValid(entry->key.relid))
+			fl_role_rows_add(owners, entry->owner);
+	payer = fl_evict_payer(owners, owner, fencelock_max_tables, &limit);
 	hash_destroy(owners);
-	if (entry == NULL)
-		return false;
-	fl_table_remove(entry, true);
-	return true;
+	if (!OidIsValid(payer))
+		return;
+	victims = palloc(sizeof(FlTableEntry *) * (hash_get_num_entries(fl_tables) + 1));
+	hash_seq_init(&status, fl_tables);
+	while ((entry = hash_seq_search(&status)) != NULL)
+		if (OidIsValid(entry->key.relid) && entry->owner == payer)
+			victims[n++] = entry;
+	qsort(victims, n, sizeof(FlTableEntry *), cmp_table_last_used);
+	/* A removed row's slot may be reused by an overflow row: only rows not yet removed are read. */
+	for (int i = 0; i < Min(n, limit) && hash_get_num_entries(fl_tables) >= fencelock_max_tables;
+		 i++)
+		fl_table_remove(victims[i], true);
+	pfree(victims);
 }
 
 /*
@@ -304,8 +363,8 @@ fl_count_table(Oid relid, bool stale)
 	entry = hash_search(fl_tables, &key, HASH_FIND, NULL);
 	if (entry == NULL)
 	{
-		while (hash_get_num_entries(fl_tables) >= fencelock_max_tables && fl_table_evict_one())
-			;
+		if (hash_get_num_entries(fl_tables) >= fencelock_max_tables)
+			fl_tables_make_room(owner);
 		if (hash_get_num_entries(fl_tables) >= fencelock_max_tables)
 			key.relid = InvalidOid; /* only overflow rows left: count in this database's */
 		entry = fl_table_enter(&key, OidIsValid(key.relid) ? owner : InvalidOid, 0, 0);

@@ -9,6 +9,7 @@
 #include "postgres.h"
 
 #include "storage/lwlock.h"
+#include "utils/hsearch.h"
 
 typedef enum FlCounter
 {
@@ -41,6 +42,30 @@ extern void fl_prepared_shmem_attach(LWLock *lock);
 extern bool fl_stats_kept(void);
 extern void fl_count(FlCounter counter, uint64 n);
 extern void fl_count_table(Oid relid, bool stale);
+
+/*
+ * The eviction rule of the cluster-wide statistics tables (table_stats here, resource_stats in
+ * resstats.c), in one place: each row belongs to a role, and when a table is full the role that
+ * brings the new row pays first.  A role with rows gives up its own least recently used ones,
+ * never more than it has; only a role with no row yet takes from another, from the role with the
+ * most rows, down to that role's fair share (the table's capacity divided by the number of roles
+ * with rows, the newcomer counted) and never below it.  So a role that floods a table with
+ * throwaway rows evicts only its own, and a role at or under its fair share is never evicted by
+ * another's (issue 35: before, the role with the most rows paid for any role's new rows).
+ *
+ * The caller counts the rows per role (fl_role_rows_add into a table from fl_role_rows_create),
+ * asks fl_evict_payer which role gives up rows for a new row of ROLE and how many at most, and
+ * removes that role's least recently used rows.
+ */
+typedef struct FlRoleRows
+{
+	Oid role; /* hash key */
+	int rows;
+} FlRoleRows;
+
+extern HTAB *fl_role_rows_create(void);
+extern void fl_role_rows_add(HTAB *roles, Oid role);
+extern Oid fl_evict_payer(HTAB *roles, Oid role, int capacity, int *limit);
 
 /* A prepared transaction's counts (count.c), until it ends: counted if it committed */
 extern int fl_prepared_fill(TransactionId xid, const uint64 counts[FL_NUM_COUNTERS]);
