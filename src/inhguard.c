@@ -16,6 +16,8 @@
  *   CREATE TRIGGER with fence_trigger                            the table's children against it,
  *                                                                and the trigger itself: no UPDATE
  * OF list, no WHEN (39P01, trigger.c) CREATE OR REPLACE TRIGGER also the table against its parents
+ *   CREATE TABLE ... PARTITION OF, ATTACH PARTITION              the clones of fence triggers the
+ *                                                                partition got: no UPDATE OF, WHEN
  *   a trigger dropped (DROP TRIGGER, DROP ... CASCADE)           its table against its parents
  *
  * A command that leaves a child without its parent's fence trigger is refused (55000) — unless
@@ -24,6 +26,8 @@
  * pg_restore --clean drops them in any order), so there it only warns.  No table's state is
  * checked for a command on another table: a child that lacks its trigger (made with
  * check_function_bodies off) makes no other command fail, only those that would change it again.
+ * A fence trigger with an UPDATE OF list or a WHEN condition is refused too, but with
+ * check_function_bodies off it is created again without them (see "Widening" below).
  *
  * The sql_drop trigger also forgets the task tables the command dropped (claimtable.c): their
  * row in fencelock.task_tables names the table by OID, and a table created later under the same
@@ -36,9 +40,11 @@
 #include "access/table.h"
 #include "asowner.h"
 #include "claim.h"
-#include "catalog/pg_inherits.h"
 #include "catalog/pg_trigger.h"
+#include "catalog/pg_inherits.h"
 #include "commands/event_trigger.h"
+#include "commands/trigger.h"
+#include "lib/stringinfo.h"
 #include "nodes/parsenodes.h"
 #include "tcop/deparse_utility.h"
 #include "trigger.h"
@@ -62,7 +68,9 @@ typedef enum GuardChange
 /* A trigger as the check compares it. */
 typedef struct GuardTrigger
 {
+	Oid oid;
 	Oid relid;
+	Oid parent; /* tgparentid: the partitioned table's trigger a partition's clone is of */
 	NameData name;
 	Oid foid;
 	int16 type;
@@ -80,7 +88,9 @@ guard_trigger(HeapTuple tuple, TupleDesc desc)
 	bool isnull;
 	Datum args = heap_getattr(tuple, Anum_pg_trigger_tgargs, desc, &isnull);
 
+	tg->oid = form->oid;
 	tg->relid = form->tgrelid;
+	tg->parent = form->tgparentid;
 	tg->name = form->tgname;
 	tg->foid = form->tgfoid;
 	tg->type = form->tgtype;
@@ -261,10 +271,203 @@ check_child(Oid child, GuardChange change)
 }
 
 /*
+ * Widening.  A fence trigger with an UPDATE OF list or a WHEN condition lets the rows it skips be
+ * written unchecked, and its firings cannot see them.  With check_function_bodies on it is
+ * refused; off, as pg_dump's scripts and pg_restore set it (a 0.3.0 database restored into this
+ * version may hold one), refusing would fail the restore, and only warning would keep the
+ * trigger that lets a stale write lower the stored fence.  So there it is created again, in
+ * place, without the column list and the WHEN condition: same name, table, function, arguments,
+ * timing, level and events, same enabled state; a partitioned table's clones follow their parent.
+ * The CREATE OR REPLACE TRIGGER fires this event trigger again, and finds the trigger whole.
+ */
+
+/* The root of a partition's cloned trigger: the trigger its partitioned ancestors cloned. */
+static HeapTuple
+root_trigger(Oid trigger, Relation rel)
+{
+	for (;;)
+	{
+		ScanKeyData key;
+		SysScanDesc scan;
+		HeapTuple tuple;
+
+		ScanKeyInit(&key, Anum_pg_trigger_oid, BTEqualStrategyNumber, F_OIDEQ,
+					ObjectIdGetDatum(trigger));
+		scan = systable_beginscan(rel, TriggerOidIndexId, true, NULL, 1, &key);
+		tuple = systable_getnext(scan);
+		if (HeapTupleIsValid(tuple))
+			tuple = heap_copytuple(tuple);
+		systable_endscan(scan);
+		if (!HeapTupleIsValid(tuple))
+			elog(ERROR, "could not find trigger %u", trigger);
+		if (!OidIsValid(((Form_pg_trigger) GETSTRUCT(tuple))->tgparentid))
+			return tuple;
+		trigger = ((Form_pg_trigger) GETSTRUCT(tuple))->tgparentid;
+	}
+}
+
+/* " OR "-separated events of a trigger type, as CREATE TRIGGER spells them. */
+static void
+append_events(StringInfo sql, int16 type)
+{
+	const char *sep = "";
+
+	if (TRIGGER_FOR_INSERT(type))
+	{
+		appendStringInfo(sql, "%sINSERT", sep);
+		sep = " OR ";
+	}
+	if (TRIGGER_FOR_UPDATE(type))
+	{
+		appendStringInfo(sql, "%sUPDATE", sep);
+		sep = " OR ";
+	}
+	if (TRIGGER_FOR_DELETE(type))
+	{
+		appendStringInfo(sql, "%sDELETE", sep);
+		sep = " OR ";
+	}
+	if (TRIGGER_FOR_TRUNCATE(type))
+		appendStringInfo(sql, "%sTRUNCATE", sep);
+}
+
+/* The statements that recreate TUPLE whole, with its enabled state; NULL where none can. */
+static List *
+widening_sql(HeapTuple tuple, TupleDesc desc)
+{
+	Form_pg_trigger form = (Form_pg_trigger) GETSTRUCT(tuple);
+	const char *name = quote_identifier(NameStr(form->tgname));
+	char *table = rel_name(form->tgrelid);
+	StringInfoData sql;
+	List *result = NIL;
+	const char *enable = NULL;
+
+	/* A constraint trigger cannot be replaced, nor a transition table kept without it. */
+	if (OidIsValid(form->tgconstraint) ||
+		!heap_attisnull(tuple, Anum_pg_trigger_tgoldtable, desc) ||
+		!heap_attisnull(tuple, Anum_pg_trigger_tgnewtable, desc))
+		return NIL;
+	initStringInfo(&sql);
+	appendStringInfo(&sql, "CREATE OR REPLACE TRIGGER %s %s ", name,
+					 TRIGGER_FOR_BEFORE(form->tgtype)    ? "BEFORE"
+					 : TRIGGER_FOR_INSTEAD(form->tgtype) ? "INSTEAD OF"
+														 : "AFTER");
+	append_events(&sql, form->tgtype);
+	appendStringInfo(&sql, " ON %s FOR EACH %s EXECUTE FUNCTION %s.%s(", table,
+					 TRIGGER_FOR_ROW(form->tgtype) ? "ROW" : "STATEMENT",
+					 quote_identifier(get_namespace_name(get_func_namespace(form->tgfoid))),
+					 quote_identifier(get_func_name(form->tgfoid)));
+	if (form->tgnargs > 0)
+	{
+		bool isnull;
+		bytea *args = DatumGetByteaPP(heap_getattr(tuple, Anum_pg_trigger_tgargs, desc, &isnull));
+		const char *p = VARDATA_ANY(args);
+
+		for (int i = 0; i < form->tgnargs; i++)
+		{
+			appendStringInfo(&sql, "%s%s", i > 0 ? ", " : "", quote_literal_cstr(p));
+			p += strlen(p) + 1;
+		}
+	}
+	appendStringInfoChar(&sql, ')');
+	result = lappend(result, sql.data);
+	switch (form->tgenabled)
+	{
+		case TRIGGER_DISABLED:
+			enable = "DISABLE";
+			break;
+		case TRIGGER_FIRES_ON_REPLICA:
+			enable = "ENABLE REPLICA";
+			break;
+		case TRIGGER_FIRES_ALWAYS:
+			enable = "ENABLE ALWAYS";
+			break;
+		default:
+			break;
+	}
+	if (enable != NULL)
+		result = lappend(result, psprintf("ALTER TABLE %s %s TRIGGER %s", table, enable, name));
+	return result;
+}
+
+/*
+ * A fence trigger TG that skips rows: refused with check_function_bodies on; off, it (its root,
+ * for a partition's clone) is created again whole, with a warning.
+ */
+static void
+refuse_or_widen(GuardTrigger *tg)
+{
+	Relation rel;
+	HeapTuple root;
+	List *statements;
+	Form_pg_trigger form;
+	ListCell *lc;
+
+	if (check_function_bodies)
+		fl_report_partial_fence_trigger(ERROR, NameStr(tg->name), rel_name(tg->relid), tg->columns,
+										tg->when);
+	rel = table_open(TriggerRelationId, AccessShareLock);
+	root = root_trigger(tg->oid, rel);
+	statements = widening_sql(root, RelationGetDescr(rel));
+	table_close(rel, AccessShareLock);
+	form = (Form_pg_trigger) GETSTRUCT(root);
+	if (statements == NIL)
+		fl_report_partial_fence_trigger(ERROR, NameStr(tg->name), rel_name(tg->relid), tg->columns,
+										tg->when);
+	fl_spi_connect();
+	foreach (lc, statements)
+		fl_spi_result(lfirst(lc), SPI_execute(lfirst(lc), false, 0));
+	fl_spi_finish();
+	ereport(WARNING,
+			(errcode(ERRCODE_E_R_I_E_TRIGGER_PROTOCOL_VIOLATED),
+			 errmsg("fence trigger \"%s\" on table \"%s\" was created again without %s",
+					NameStr(form->tgname), rel_name(form->tgrelid),
+					tg->columns && tg->when ? "UPDATE OF and WHEN"
+					: tg->when              ? "WHEN"
+											: "UPDATE OF"),
+			 errdetail("Trigger \"%s\" on table \"%s\" had %s, which would let the rows it skips "
+					   "be written unchecked; with check_function_bodies off, as in a restore, it "
+					   "was replaced by the same trigger firing for every row%s.",
+					   NameStr(tg->name), rel_name(tg->relid),
+					   tg->columns && tg->when ? "a column list (UPDATE OF) and a WHEN condition"
+					   : tg->when              ? "a WHEN condition"
+											   : "a column list (UPDATE OF)",
+					   tg->relid == form->tgrelid ? "" : ", with its partitions' clones"),
+			 errhint("Check that every write to the table may fire the trigger; a fence trigger "
+					 "cannot skip rows.")));
+}
+
+/*
+ * A partition made or attached (CREATE TABLE ... PARTITION OF, ALTER TABLE ... ATTACH PARTITION)
+ * gets clones of its new ancestors' row triggers, column list and WHEN condition included: those
+ * of fence triggers are refused or widened as the trigger itself would be.
+ */
+static void
+check_clones(Oid partition)
+{
+	ListCell *lr;
+
+	if (!get_rel_relispartition(partition))
+		return;
+	foreach (lr, find_all_inheritors(partition, NoLock, NULL))
+	{
+		ListCell *lt;
+
+		/* Read again for each table: widening a root trigger replaced its other clones too. */
+		foreach (lt, fence_triggers_of(lfirst_oid(lr)))
+		{
+			GuardTrigger *tg = lfirst(lt);
+
+			if (OidIsValid(tg->parent) && !tg->every)
+				refuse_or_widen(tg);
+		}
+	}
+}
+
+/*
  * A new (or replaced) trigger, when it is a fence trigger: it fires for every row (no UPDATE OF
- * list, no WHEN clause; refused, or only a warning when check_function_bodies is off, as in a
- * restore, where its firings still refuse every write), and the inheritance children of its
- * table have it.
+ * list, no WHEN clause; refused, or created again without them when check_function_bodies is
+ * off, as in a restore), and the inheritance children of its table have it.
  */
 static void
 check_children(Oid trigger)
@@ -279,8 +482,7 @@ check_children(Oid trigger)
 	if (!fl_is_fence_trigger(tg->foid))
 		return;
 	if (!tg->every)
-		fl_report_partial_fence_trigger(check_function_bodies ? ERROR : WARNING, NameStr(tg->name),
-										rel_name(tg->relid), tg->columns, tg->when);
+		refuse_or_widen(tg);
 	foreach (lc, find_inheritance_children(tg->relid, NoLock))
 	{
 		Oid child = lfirst_oid(lc);
@@ -307,6 +509,23 @@ adds_inheritance(CollectedCommand *cmd)
 	return false;
 }
 
+/* The partitions an ALTER TABLE ... ATTACH PARTITION attached, against their clones. */
+static void
+check_attached(CollectedCommand *cmd)
+{
+	ListCell *lc;
+
+	foreach (lc, cmd->d.alterTable.subcmds)
+	{
+		CollectedATSubcmd *sub = lfirst(lc);
+
+		if (IsA(sub->parsetree, AlterTableCmd) &&
+			((AlterTableCmd *) sub->parsetree)->subtype == AT_AttachPartition &&
+			sub->address.classId == RelationRelationId)
+			check_clones(sub->address.objectId);
+	}
+}
+
 static void
 check_command(CollectedCommand *cmd)
 {
@@ -314,13 +533,18 @@ check_command(CollectedCommand *cmd)
 	{
 		if (cmd->d.alterTable.classId == RelationRelationId && adds_inheritance(cmd))
 			check_child(cmd->d.alterTable.objectId, CHANGE_NEW_CHILD);
+		if (cmd->d.alterTable.classId == RelationRelationId)
+			check_attached(cmd);
 		return;
 	}
 	if (cmd->type != SCT_Simple || cmd->parsetree == NULL)
 		return;
 	if (cmd->d.simple.address.classId == RelationRelationId &&
 		(IsA(cmd->parsetree, CreateStmt) || IsA(cmd->parsetree, CreateForeignTableStmt)))
+	{
 		check_child(cmd->d.simple.address.objectId, CHANGE_NEW_CHILD);
+		check_clones(cmd->d.simple.address.objectId);
+	}
 	else if (cmd->d.simple.address.classId == TriggerRelationId &&
 			 IsA(cmd->parsetree, CreateTrigStmt))
 	{

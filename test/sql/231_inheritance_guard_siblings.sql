@@ -44,19 +44,19 @@ DROP TRIGGER fence ON sc;
 
 -- A look-alike that skips rows (a WHEN clause, an UPDATE OF list) is not the parent's trigger:
 -- rows of the child written through the parent would pass unfenced.  (Since issue 35 such a
--- fence trigger is refused at CREATE TRIGGER, 232: made here as a restore would make it, with
--- check_function_bodies off, where that only warns.)
+-- fence trigger is refused at CREATE TRIGGER, and created again without either where
+-- check_function_bodies is off, 232: made here with the event trigger disabled.)
 CREATE TABLE sw (id int, last_fence bigint, note text);
-SET check_function_bodies = off;
+ALTER EVENT TRIGGER fencelock_inheritance_guard DISABLE;
 CREATE TRIGGER fence BEFORE INSERT OR UPDATE ON sw FOR EACH ROW WHEN (false)
     EXECUTE FUNCTION fencelock.fence_trigger('last_fence', 'lease=sib');
-RESET check_function_bodies;
+ALTER EVENT TRIGGER fencelock_inheritance_guard ENABLE;
 ALTER TABLE sw INHERIT sp;
 DROP TRIGGER fence ON sw;
-SET check_function_bodies = off;
+ALTER EVENT TRIGGER fencelock_inheritance_guard DISABLE;
 CREATE TRIGGER fence BEFORE INSERT OR UPDATE OF note ON sw FOR EACH ROW
     EXECUTE FUNCTION fencelock.fence_trigger('last_fence', 'lease=sib');
-RESET check_function_bodies;
+ALTER EVENT TRIGGER fencelock_inheritance_guard ENABLE;
 ALTER TABLE sw INHERIT sp;
 SELECT count(*) AS sw_children FROM pg_inherits WHERE inhrelid = 'sw'::regclass;
 DROP TABLE sw;
