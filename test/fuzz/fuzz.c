@@ -176,7 +176,7 @@ setup(PGconn *admin)
 		"  IF NOT EXISTS (SELECT FROM pg_catalog.pg_roles WHERE rolname = 'fuzz_ops') THEN"
 		"    CREATE ROLE fuzz_ops; END IF;"
 		"END $$;"
-		"SELECT pg_catalog.count(fencelock.revoke_resources(p.prefix, p.grantee::regrole))"
+		"SELECT pg_catalog.count(fencelock.revoke_resources(p.prefix, p.grantee))"
 		"  FROM fencelock.resource_privileges AS p WHERE p.prefix LIKE 'fz%' OR p.prefix LIKE 'zz%'"
 		"    OR p.prefix = '' OR p.prefix NOT SIMILAR TO '[ -~]*';"
 		"SELECT fencelock.grant_resources('fz-app:', 'fuzz_app'),"
@@ -254,11 +254,12 @@ setup(PGconn *admin)
 	res = PQexec(
 		admin,
 		"SELECT p.prefix, "
-		"  pg_catalog.bool_or(pg_catalog.pg_has_role('fuzz_app', p.grantee::regrole, 'MEMBER')), "
-		"  pg_catalog.bool_or(pg_catalog.pg_has_role('fuzz_creator', p.grantee::regrole, "
-		"'MEMBER')), "
-		"  pg_catalog.bool_or(pg_catalog.pg_has_role('fuzz_plain', p.grantee::regrole, 'MEMBER')) "
-		"  FROM fencelock.resource_privileges AS p GROUP BY p.prefix ORDER BY 1");
+		"  pg_catalog.bool_or(pg_catalog.pg_has_role('fuzz_app', r.oid, 'MEMBER')), "
+		"  pg_catalog.bool_or(pg_catalog.pg_has_role('fuzz_creator', r.oid, 'MEMBER')), "
+		"  pg_catalog.bool_or(pg_catalog.pg_has_role('fuzz_plain', r.oid, 'MEMBER')) "
+		"  FROM fencelock.resource_privileges AS p "
+		"  LEFT JOIN pg_catalog.pg_roles AS r ON r.rolname = p.grantee "
+		"  GROUP BY p.prefix ORDER BY 1");
 	if (PQresultStatus(res) != PGRES_TUPLES_OK)
 	{
 		fprintf(stderr, "fuzz: reading resource_privileges failed: %s", PQerrorMessage(admin));
