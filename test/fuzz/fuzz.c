@@ -251,15 +251,14 @@ setup(PGconn *admin)
 		snprintf(cat.role_name[r], FZ_NAME_LEN, "%s", role_names[r]);
 
 	/* Every reservation there is, judged for each role by membership. */
-	res = PQexec(
-		admin,
-		"SELECT p.prefix, "
-		"  pg_catalog.bool_or(pg_catalog.pg_has_role('fuzz_app', r.oid, 'MEMBER')), "
-		"  pg_catalog.bool_or(pg_catalog.pg_has_role('fuzz_creator', r.oid, 'MEMBER')), "
-		"  pg_catalog.bool_or(pg_catalog.pg_has_role('fuzz_plain', r.oid, 'MEMBER')) "
-		"  FROM fencelock.resource_privileges AS p "
-		"  LEFT JOIN pg_catalog.pg_roles AS r ON r.rolname = p.grantee "
-		"  GROUP BY p.prefix ORDER BY 1");
+	res = PQexec(admin,
+				 "SELECT p.prefix, "
+				 "  pg_catalog.bool_or(pg_catalog.pg_has_role('fuzz_app', r.oid, 'MEMBER')), "
+				 "  pg_catalog.bool_or(pg_catalog.pg_has_role('fuzz_creator', r.oid, 'MEMBER')), "
+				 "  pg_catalog.bool_or(pg_catalog.pg_has_role('fuzz_plain', r.oid, 'MEMBER')) "
+				 "  FROM fencelock.resource_privileges AS p "
+				 "  LEFT JOIN pg_catalog.pg_roles AS r ON r.rolname = p.grantee "
+				 "  GROUP BY p.prefix ORDER BY 1");
 	if (PQresultStatus(res) != PGRES_TUPLES_OK)
 	{
 		fprintf(stderr, "fuzz: reading resource_privileges failed: %s", PQerrorMessage(admin));
