@@ -50,6 +50,7 @@
 #include "fencelock.h"
 #include "miscadmin.h"
 #include "privilege.h"
+#include "storage/lmgr.h"
 #include "utils/acl.h"
 #include "utils/builtins.h"
 #include "utils/inval.h"
@@ -449,6 +450,12 @@ change_grants(FlStmt *stmt, text *prefix, text *grantee)
 	bool changed;
 	bool holds;
 
+	/*
+	 * One change at a time, to the transaction's end: the marker of every grantee is one
+	 * pg_attribute row, and two GRANTs of it racing fail with "tuple concurrently updated"
+	 * (XX000).  Self-conflicting, and no conflict with the cache's reads (ACCESS SHARE).
+	 */
+	LockRelationOid(relid, ShareRowExclusiveLock);
 	fl_begin(&s);
 	changed = fl_run(stmt, values, NULL, false) > 0;
 	holds = fl_run(&grantee_rows, &values[1], NULL, false) > 0;
