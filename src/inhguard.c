@@ -518,11 +518,26 @@ check_attached(CollectedCommand *cmd)
 	foreach (lc, cmd->d.alterTable.subcmds)
 	{
 		CollectedATSubcmd *sub = lfirst(lc);
+		AlterTableCmd *at = (AlterTableCmd *) sub->parsetree;
+		Oid partition = InvalidOid;
 
-		if (IsA(sub->parsetree, AlterTableCmd) &&
-			((AlterTableCmd *) sub->parsetree)->subtype == AT_AttachPartition &&
-			sub->address.classId == RelationRelationId)
-			check_clones(sub->address.objectId);
+		if (!IsA(at, AlterTableCmd) || at->subtype != AT_AttachPartition)
+			continue;
+		if (sub->address.classId == RelationRelationId)
+			partition = sub->address.objectId;
+		if (OidIsValid(partition))
+			check_clones(partition);
+		else
+		{
+			/*
+			 * PostgreSQL 15 collects no address for ATTACH PARTITION, and its name cannot be
+			 * looked up under this function's search_path: every partition of the table then.
+			 */
+			ListCell *lp;
+
+			foreach (lp, find_inheritance_children(cmd->d.alterTable.objectId, NoLock))
+				check_clones(lfirst_oid(lp));
+		}
 	}
 }
 
