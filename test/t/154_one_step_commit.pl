@@ -29,31 +29,41 @@ sub flushed
 	return $1 eq 'true' ? 1 : 0;
 }
 
+# unflushed(SQL): whether one of up to three runs of SQL left its last commit's WAL unflushed.  A
+# commit that flushes does so every time; one that does not can still find its WAL flushed on a
+# loaded machine, by the WAL writer its commit woke, before the check reads the positions.
+sub unflushed
+{
+	my ($sql) = @_;
+	for (1 .. 3)
+	{
+		return 1 unless flushed($sql);
+	}
+	return 0;
+}
+
 # A one-off write first, so the WAL writer is awake (not hibernating) for every case below.
 $node->safe_psql('postgres', 'CREATE TABLE t (x int); INSERT INTO t VALUES (1);');
 
-is(flushed("INSERT INTO t VALUES (2);"),
-	0, 'an ordinary asynchronous commit is not flushed (the check can see the difference)');
+ok(unflushed("INSERT INTO t VALUES (2);"),
+	'an ordinary asynchronous commit is not flushed (the check can see the difference)');
 
 is(flushed("SELECT fencelock.acquire('held', 'a', '1 hour') IS NOT NULL;"),
 	1, 'a grant held at its commit is flushed');
 is(flushed("BEGIN; SELECT fencelock.acquire('held-tx', 'a', '1 hour'); INSERT INTO t VALUES (3); COMMIT;"),
 	1, 'a grant held at the commit of a longer transaction is flushed');
 
-is( flushed(
+ok( unflushed(
 		"BEGIN; SELECT fencelock.acquire('step', 'a', '1 hour'); INSERT INTO t VALUES (4);
 		 SELECT fencelock.release('step', 'a'); COMMIT;"),
-	0,
 	'a grant its own transaction released: the commit follows synchronous_commit');
-is( flushed(
+ok( unflushed(
 		"BEGIN; SELECT fencelock.acquire('step-fence', 'a', '1 hour') AS f \\gset
 		 SELECT fencelock.release('step-fence', 'a', :f); COMMIT;"),
-	0,
 	'the same with the release naming its grant');
-is( flushed(
+ok( unflushed(
 		"UPDATE t SET x = a.f FROM (SELECT fencelock.acquire('step-one', 'a', '1 hour') AS f) AS a
 		  WHERE a.f IS NOT NULL\\; SELECT fencelock.release('step-one', 'a');"),
-	0,
 	"README's one-step form, one implicit transaction");
 
 is( flushed(
@@ -73,18 +83,16 @@ is( flushed(
 		 SELECT fencelock.release('sub-' || g, 'a') FROM generate_series(1, 9) AS g; COMMIT;"),
 	1,
 	'more grants than it follows one by one (8): flushed');
-is( flushed(
+ok( unflushed(
 		"BEGIN; SELECT fencelock.acquire('few-' || g, 'a', '1 hour') FROM generate_series(1, 8) AS g;
 		 SELECT fencelock.release('few-' || g, 'a') FROM generate_series(1, 8) AS g; COMMIT;"),
-	0,
 	'eight grants, all released: not flushed');
 
 # The same owner's live lease, acquired again and released in a new transaction: the grant
 # committed (and was flushed) earlier; the release alone never forces a flush.
-$node->safe_psql('postgres', "SELECT fencelock.acquire('again', 'a', '1 hour')");
-is( flushed(
-		"BEGIN; SELECT fencelock.acquire('again', 'a', '1 hour'); SELECT fencelock.release('again', 'a'); COMMIT;"),
-	0,
+ok( unflushed(
+		"SELECT fencelock.acquire('again', 'a', '1 hour');
+		 BEGIN; SELECT fencelock.acquire('again', 'a', '1 hour'); SELECT fencelock.release('again', 'a'); COMMIT;"),
 	'a re-acquire released in its transaction: not flushed');
 
 # A crash right after a one-step transaction loses nothing anyone holds: every held lease is
