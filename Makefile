@@ -8,45 +8,20 @@ EXTENSION  = fencelock
 EXTVERSION = $(shell sed -n "s/^default_version = '\(.*\)'/\1/p" $(srcdir)/fencelock.control)
 
 MODULE_big = fencelock
+# src/ is the assembly (_PG_init, the shared-memory hooks, the headers every part shares); each
+# folder below it is a layer, and calls and includes only go down the list (src/README.md,
+# scripts/check-house.pl): lease and claim, then fence, store, wait, observe, base.
+FL_FOLDERS = lease claim fence store wait observe base
 OBJS = \
 	src/fencelock.o \
-	src/asowner.o \
-	src/args.o \
-	src/lease.o \
-	src/leaserow.o \
-	src/leasetable.o \
-	src/leasefence.o \
-	src/leasevalue.o \
-	src/leasegroup.o \
-	src/timeline.o \
-	src/privilege.o \
-	src/key.o \
-	src/trigger.o \
-	src/inhguard.o \
 	src/shmem.o \
-	src/stats.o \
-	src/resstats.o \
-	src/waitqueue.o \
-	src/wait.o \
-	src/history.o \
-	src/count.o \
-	src/claimtable.o \
-	src/claimsql.o \
-	src/claimcache.o \
-	src/claim.o \
-	src/claimrow.o \
-	src/claimadmin.o \
-	src/leasebound.o \
-	src/mergeguard.o \
-	src/session.o \
-	src/sessionslot.o \
-	src/notify.o \
-	src/revoke.o \
-	src/restore.o \
-	src/taskwait.o
+	src/ddl.o \
+	$(patsubst $(srcdir)/%.c,%.o,$(sort $(foreach d,$(FL_FOLDERS),$(wildcard $(srcdir)/src/$(d)/*.c))))
 
 # The version the library reports (PostgreSQL 18's pg_get_loaded_modules()).
 PG_CPPFLAGS += -DFENCELOCK_VERSION='"$(EXTVERSION)"'
+# Every project include names its folder from src/: #include "store/rule.h".
+PG_CPPFLAGS += -I$(srcdir)/src
 
 DATA = $(patsubst $(srcdir)/%,%,$(wildcard $(srcdir)/sql/fencelock--*.sql))
 
@@ -81,7 +56,7 @@ ifdef VPATH
 $(OBJS) $(OBJS:.o=.bc): | fl-build-dirs
 .PHONY: fl-build-dirs
 fl-build-dirs:
-	@$(MKDIR_P) src bin
+	@$(MKDIR_P) src $(addprefix src/,$(FL_FOLDERS)) bin
 endif
 
 # Helpers, benchmarks and tools each bring a fragment.
@@ -89,4 +64,4 @@ include $(sort $(wildcard $(srcdir)/mk/*.mk))
 
 .PHONY: format
 format:
-	clang-format -i src/*.c src/*.h
+	clang-format -i src/*.[ch] $(foreach d,$(FL_FOLDERS),src/$(d)/*.[ch])

@@ -6,7 +6,7 @@
 -- CREATE TABLE or ALTER TABLE, so one child without its parent's fence trigger anywhere would make
 -- the DDL below fail (and this update with it).
 --
--- The guard (src/inhguard.c) now looks only at the tables a command created, attached, or gave
+-- The guard (src/fence/inhguard.c) now looks only at the tables a command created, attached, or gave
 -- or took a trigger, refuses a fence trigger on a parent whose inheritance children lack it, and
 -- only warns when check_function_bodies is off (as in a restore).  It sees CREATE FOREIGN TABLE,
 -- CREATE SCHEMA's tables and triggers dropped by any command too: the event trigger is made anew
@@ -170,7 +170,7 @@ LANGUAGE C VOLATILE;
 
 -- Resource privileges: once a prefix here covers a resource name, only members of its grantees
 -- (and superusers) may acquire, renew, release or assert_fence it, or write a table bound to it;
--- the longest covering prefix decides; names under no prefix stay open (src/privilege.c).
+-- the longest covering prefix decides; names under no prefix stay open (src/store/privilege.c).
 -- grantee is the role's name, which a dump restores whatever roles exist (a regrole made the
 -- whole COPY fail, and left every prefix open); a grant is in force for the role of that name
 -- holding itself SELECT on the column grantee, the marker grant_resources gives and nothing else
@@ -201,7 +201,7 @@ CREATE VIEW fencelock.resource_privileges AS
 SELECT g.prefix, g.grantee FROM fencelock.resource_grants AS g;
 GRANT SELECT ON fencelock.resource_privileges TO PUBLIC;
 -- == contention per resource (issue 26) ==
--- One row per resource of this database (src/resstats.c; with shared_preload_libraries, bounded
+-- One row per resource of this database (src/observe/resstats.c; with shared_preload_libraries, bounded
 -- by fencelock.max_resources).  Readable by everyone, as stats is; owner tokens are never kept.
 CREATE FUNCTION fencelock.read_resource_stats(OUT resource pg_catalog.text,
                                               OUT grants pg_catalog.int8,
@@ -537,7 +537,7 @@ $fl$;
 
 -- == a dropped task table takes its row with it (issue 35) ==
 -- fencelock.task_tables names a table by OID without a dependency: the sql_drop event trigger
--- (fencelock_inheritance_guard_drop, src/inhguard.c) now removes a dropped table's row at DROP.
+-- (fencelock_inheritance_guard_drop, src/fence/inhguard.c) now removes a dropped table's row at DROP.
 -- Rows of tables dropped before this update would stay until the next enable_tasks: removed
 -- now, before a new table can take their OID.
 DELETE FROM fencelock.task_tables AS c

@@ -11,8 +11,8 @@
 #include <limits.h>
 
 #include "compat.h"
-#include "count.h"
-#include "mergeguard.h"
+#include "observe/count.h"
+#include "fence/mergeguard.h"
 #include "miscadmin.h"
 #include "settings.h"
 #include "shmem.h"

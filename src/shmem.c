@@ -6,14 +6,14 @@
  * it the number of slots and its lock, and no part calls anything here.  The parts, with their
  * names in pg_shmem_allocations:
  *
- *   stats.c      the counters and per-table refusal counts ("fencelock stats", and the hash
+ *   observe/stats.c      the counters and per-table refusal counts ("fencelock stats", and the hash
  *                "fencelock tables"); the prepared transactions' counts ("fencelock prepared
  *                counts")
- *   waitqueue.c  the queue of waiting acquires ("fencelock wait queue")
- *   resstats.c   contention per resource ("fencelock resources", and the hash "fencelock
+ *   wait/leasequeue.c  the queue of waiting acquires ("fencelock wait queue")
+ *   observe/resstats.c   contention per resource ("fencelock resources", and the hash "fencelock
  *                resource stats"; none with fencelock.max_resources = 0)
- *   session.c    the ids of sessions that bind leases ("fencelock sessions")
- *   taskwait.c   the waiting claims ("fencelock task waits")
+ *   lease/session.c    the ids of sessions that bind leases ("fencelock sessions")
+ *   wait/taskqueue.c   the waiting claims ("fencelock task waits")
  *
  * The last three have one slot per PGPROC a backend can own (fl_shmem_nslots), indexed by
  * FL_MY_PROCNO.  Every part is attached, or none; a part knows whether it is from its own
@@ -32,7 +32,7 @@
  *    found earlier in a generation that has not changed since, stays in place while it is held),
  *    its evicted count and reset time.  A row's counts are changed and read under the row's own
  *    spinlock, taken under the shared lock; nothing under the spinlock can fail.  The counts a
- *    transaction's commit applies (count.c) take the shared lock only.
+ *    transaction's commit applies (observe/count.c) take the shared lock only.
  *  - FL_LOCK_PREPARED guards the prepared transactions' slots: exclusive to fill, free or settle.
  *  - FL_LOCK_QUEUE guards every queue slot's resource and ticket, and next_ticket.  A backend
  *    writes only its own slot, under the lock held exclusively, and reads its own slot without
@@ -53,16 +53,16 @@
 #include "postgres.h"
 
 #include "miscadmin.h"
-#include "resstats.h"
-#include "sessionslot.h"
+#include "observe/resstats.h"
+#include "store/sessionslot.h"
 #include "shmem.h"
-#include "stats.h"
+#include "observe/stats.h"
 #include "storage/ipc.h"
 #include "storage/lwlock.h"
 #include "storage/proc.h"
 #include "storage/shmem.h"
-#include "taskwait.h"
-#include "waitqueue.h"
+#include "wait/taskqueue.h"
+#include "wait/leasequeue.h"
 
 #define FL_TRANCHE "fencelock"
 
@@ -79,7 +79,6 @@ typedef enum FlLock
 
 static shmem_request_hook_type prev_shmem_request_hook = NULL;
 static shmem_startup_hook_type prev_shmem_startup_hook = NULL;
-static bool fl_attached = false;
 
 /*
  * The slots of the parts indexed by PGPROC number: one per backend and auxiliary process (the
@@ -138,7 +137,6 @@ fl_shmem_startup(void)
 	fl_task_wait_shmem_attach(nslots, fl_lock(locks, FL_LOCK_TASK_WAITS));
 	fl_resstats_shmem_attach(fl_lock(locks, FL_LOCK_RESOURCES));
 	LWLockRelease(AddinShmemInitLock);
-	fl_attached = true;
 }
 
 /* Called from _PG_init while shared_preload_libraries is being processed. */
@@ -149,11 +147,4 @@ fl_shmem_init(void)
 	shmem_request_hook = fl_shmem_request;
 	prev_shmem_startup_hook = shmem_startup_hook;
 	shmem_startup_hook = fl_shmem_startup;
-}
-
-/* Whether shared memory is attached (fencelock was preloaded). */
-bool
-fl_shmem_ready(void)
-{
-	return fl_attached;
 }

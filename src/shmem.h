@@ -11,6 +11,5 @@
 extern void fl_shmem_init(void);
 
 /* Whether shared memory is attached: false without preload (waits then poll) */
-extern bool fl_shmem_ready(void);
 
 #endif /* FENCELOCK_SHMEM_H */

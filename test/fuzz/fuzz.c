@@ -11,7 +11,7 @@
  * its first privilege check may be cancelled), then a normal one.  Transactions take savepoints,
  * roll back to them, commit, roll back or PREPARE; prepared ones are committed or rolled back
  * later by their slot, or at the end.  Sessions end after a random number of statements and a new
- * one starts.  session.c chooses the statements and reads their answers, gen.c builds the calls,
+ * one starts.  lease/session.c chooses the statements and reads their answers, gen.c builds the calls,
  * check.c holds the invariants; doc/testing.md, "The fuzzer", says how to run it.
  */
 #include "fuzz.h"

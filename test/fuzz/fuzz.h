@@ -206,7 +206,7 @@ extern FzStats st;
 extern int outstanding_prepared; /* prepared transactions not yet committed or rolled back */
 extern PGconn *connect_retrying(const char *appname);
 
-/* session.c */
+/* lease/session.c */
 extern bool fz_session_start(Slot *s);
 extern void fz_session_end(Slot *s);
 extern void fz_send_next(Slot *s);

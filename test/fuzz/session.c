@@ -1,5 +1,5 @@
 /*
- * session.c — the fuzzer's sessions: what a slot sends next, and what its answers mean.
+ * lease/session.c — the fuzzer's sessions: what a slot sends next, and what its answers mean.
  *
  * A slot's statement is a call of an entry point (gen.c builds it), a read of a view, a write to a
  * fenced table, a transaction's BEGIN, SAVEPOINT, ROLLBACK TO, COMMIT, ROLLBACK or PREPARE, a

@@ -1,5 +1,5 @@
--- The lease rule is written twice in src/leasetable.c: as the SQL of the statements and in C for
--- the direct path (src/leaserow.c changes a row without a statement).  This replays one script of
+-- The lease rule is written twice in src/store/rule.c: as the SQL of the statements and in C for
+-- the direct path (src/store/row.c changes a row without a statement).  This replays one script of
 -- grants, renewals, releases, expiries, lock delays, session ends, revokes and the row locks of
 -- assert_fence (those of a lease-bound write) through both, step by step (fencelock.direct_path on, then off, on resources of their own),
 -- and compares every answer and every lease and history row after it: in READ COMMITTED and

@@ -1,6 +1,6 @@
 -- Issue 20, defect 8: acquire and a lease-bound write in one statement.  The grant made by the
 -- statement (in the VALUES of an INSERT, the SET list of an UPDATE, or a CTE) is the lease's latest
--- fence, so the write that carries it is accepted, in READ COMMITTED (where src/leasebound.c reads
+-- fence, so the write that carries it is accepted, in READ COMMITTED (where src/fence/bound.c reads
 -- the lease row directly) as in REPEATABLE READ (where a statement reads it).  READ COMMITTED used
 -- to refuse it: XX000 "unexpected result 1 locking the row of lease" for a lease that had a row
 -- (the row's newest version was made by this same statement, after its snapshot), FL001 for a
@@ -11,7 +11,7 @@ CREATE TABLE same_stmt (id int PRIMARY KEY, lease text, v text, fence bigint);
 CREATE TRIGGER fence BEFORE INSERT OR UPDATE OR DELETE ON same_stmt FOR EACH ROW
     EXECUTE FUNCTION fencelock.fence_trigger('fence', 'lease_column=lease');
 
--- A purge floor of 10, so that a lease granted for the first time gets 11: lease.c raises the new
+-- A purge floor of 10, so that a lease granted for the first time gets 11: lease/lease.c raises the new
 -- row's fence in a second change, whose version the check must read.
 SELECT fencelock.acquire('floor', 'x', '1 hour') AS fence;
 UPDATE fencelock.lease SET fence = 10 WHERE resource = 'floor';

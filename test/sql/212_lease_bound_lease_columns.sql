@@ -1,8 +1,8 @@
--- Issue 20, defect 14 (second part): the lease-bound check (src/leasebound.c) read fencelock.lease
+-- Issue 20, defect 14 (second part): the lease-bound check (src/fence/bound.c) read fencelock.lease
 -- directly by column position, fence third and holder sixth, and raised XX000 when a superuser had
 -- moved a column (dropped and added again); it read a fence of another type as if it were a
 -- bigint, a NULL fence as 0, and opened index 0 when the primary key was dropped.  It now finds
--- the columns by name and type where leaserow.c lays out the table, and asks with a statement
+-- the columns by name and type where store/row.c lays out the table, and asks with a statement
 -- (which casts to bigint and name) wherever the direct read would not be the same; READ COMMITTED
 -- (the direct read) and REPEATABLE READ (the statement) give the same answers.  In a database of
 -- its own, where the view fencelock.leases, which reads the columns, is dropped: the lease table is

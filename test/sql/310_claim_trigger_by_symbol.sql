@@ -49,7 +49,7 @@ SELECT tgfoid = 'fencelock.fence_trigger'::regproc AS extension_function
 DROP TABLE tq;
 DROP SCHEMA other CASCADE;
 -- Only a C function whose symbol is fencelock_fence_trigger is loaded to find out whether it is
--- the fence trigger (trigger.c's fl_is_fence_trigger, which claim shares since issue 21; claim's
+-- the fence trigger (fence/trigger.c's fl_is_fence_trigger, which claim shares since issue 21; claim's
 -- own copy loaded every C row trigger on the fence column): a C trigger function that cannot be
 -- loaded stops neither enable_tasks nor claim.  This one fires only when note is assigned.
 CREATE TABLE tg (id int PRIMARY KEY, state text NOT NULL DEFAULT 'ready', lease_owner text,

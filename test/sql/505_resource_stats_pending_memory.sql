@@ -3,7 +3,7 @@
 -- transaction of many events kept its memory (in TopMemoryContext) for the rest of the session.
 -- The list now has a context of its own, and one that grew past 1024 events gives back its
 -- memory at the transaction's end, committed or rolled back; a small one is kept.  The counts
--- per nesting level (count.c's other array) give theirs back past 64 levels.
+-- per nesting level (observe/count.c's other array) give theirs back past 64 levels.
 \set VERBOSITY terse
 TRUNCATE fencelock.lease, fencelock.fence_floor;
 SELECT fencelock.resource_stats_reset();

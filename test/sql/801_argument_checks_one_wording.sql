@@ -1,4 +1,4 @@
--- Issue 16: every SQL function checks its arguments with the same code (src/args.c), so one
+-- Issue 16: every SQL function checks its arguments with the same code (src/base/args.c), so one
 -- fault gets one SQLSTATE and one wording whichever function and argument it is: text that is
 -- null, empty or too long (also as an element of an array), durations that are negative or out
 -- of range, counts that are not positive.  A duration is judged as a whole ('1 day -1 hour' is

@@ -1,6 +1,6 @@
 # Issue 20, defect 12: lock_delay applies when a session-bound lease's session ends.  In Chubby
 # and Consul the delay is for exactly that involuntary loss: the holder did not release and may
-# still act.  The rule (session.c): a lease whose session ends while it holds it ends as if it had
+# still act.  The rule (lease/session.c): a lease whose session ends while it holds it ends as if it had
 # expired at that moment, so the same owner may take it again at once, another owner only
 # lock_delay after the session's end; an explicit release() frees it at once, as before.  The
 # direct path and the grant's statement agree, also while the exit could not update the row (a

@@ -1,5 +1,5 @@
 # A session's end and a share granted in the same instant (issue 27, a review finding).  The exit
-# sweep (src/leasegroup.c, fl_group_end_session) locks the rows of the session's groups and
+# sweep (src/store/group.c, fl_group_end_session) locks the rows of the session's groups and
 # recomputes each group's deadline from its remaining holders.  It did both in one statement,
 # whose snapshot is taken before the lock: a share granted and committed between that snapshot
 # and the lock was not among the remaining holders, the group was released under it, and a

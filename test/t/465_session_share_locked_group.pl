@@ -1,10 +1,10 @@
 # A session-bound share whose exit sweep finds its group's row locked (issue 35, defect 3).  A
-# session's end skips a locked lease row rather than wait (src/session.c), and until 0.4.0's fix
+# session's end skips a locked lease row rather than wait (src/lease/session.c), and until 0.4.0's fix
 # nothing else ended such a share: the group row kept the dead share's deadline (an hour here),
 # writers were refused, and while a writer waited, writer preference refused every new reader.
 # Now liveness frees it, as it frees an exclusive session-bound lease: an exclusive grant that
 # finds a group none of whose holders occupies a share any more, one of them of an ended
-# session, ends the group (src/leasegroup.c, fl_group_end_dead).
+# session, ends the group (src/store/group.c, fl_group_end_dead).
 #
 # The row is held locked, while 16 session-bound readers are terminated at once, by another
 # holder's open assert_fence (a lease-bound write takes the same share lock), by the readers' own

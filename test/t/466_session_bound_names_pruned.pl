@@ -2,7 +2,7 @@
 # connection that binds ever new names (acquire with session => true, then release) keeps only
 # the ones it still holds, so that a session-bound grant costs the same after 60,000 names as
 # after ten, and the backend's memory stays bounded.  The record lives in the backend's memory
-# (src/session.c): 10,000 more distinct names, each acquired and released in a transaction of its
+# (src/lease/session.c): 10,000 more distinct names, each acquired and released in a transaction of its
 # own, grow the memory of TopMemoryContext and of the record's own context ("fencelock session
 # resources") by less than 64 kB (each name kept would take at least 24 bytes: 240 kB).  What the
 # session still holds stays recorded through the prunes: at the session's end its exit sweep

@@ -2,7 +2,7 @@
 # resource_stats' rows, the owner with the most slots paying, so any role with TEMP could create
 # fenced temporary tables, have writes to them refused, and take an application's rows: with
 # fencelock.max_tables = 16, an application at 10 rows fell while another role with 5 flooded.
-# Now the eviction rule of stats.h (one rule for both tables): the owner of the new table pays
+# Now the eviction rule of observe/stats.h (one rule for both tables): the owner of the new table pays
 # first, with its own least recently refused tables; only an owner with no row yet takes from
 # the owner with the most, down to its fair share (max_tables / owners with rows, the newcomer
 # counted) and never below.

@@ -1,5 +1,5 @@
 # Issue 35, class search (caches marked valid before they are complete): the check that the
-# statements run on the extension's own table (src/asowner.c) marked its lookup found before the
+# statements run on the extension's own table (src/base/asowner.c) marked its lookup found before the
 # check had passed.  A check that failed (fencelock.lease no longer a member of the extension)
 # left it found, and the session's next call, finding the schema and the table still named and
 # owned as before, skipped the check and ran the statements on that table.  Each call must be
