@@ -9,6 +9,8 @@
 #include "compat.h"
 #include "fencelock.h"
 #include "settings.h"
+#include "catalog/pg_type.h"
+#include "utils/array.h"
 #include "utils/builtins.h"
 
 const FlTextArg fl_resource_arg = {
@@ -51,7 +53,7 @@ fl_arg_text(FunctionCallInfo fcinfo, int argno, const FlTextArg *arg)
 }
 
 /* An element of a text array argument (position counted from 1), by the same rules. */
-text *
+static text *
 fl_check_text_element(Datum value, bool isnull, int position, const FlTextArg *arg)
 {
 	text *t;
@@ -211,4 +213,38 @@ fl_arg_value(FunctionCallInfo fcinfo, int argno)
 						 "in a table of your own; a superuser may raise "
 						 "fencelock.max_value_bytes.")));
 	return value;
+}
+
+static const FlTextArg resources_arg = {
+	"resources", FENCELOCK_MAX_RESOURCE_LEN, "Pass an array of non-empty resource names.",
+	"Use shorter resource names; fencelock.key() builds compact resource keys."};
+
+/* A checked list of resource names, at most FL_MAX_RESOURCES (acquire_all, release_all). */
+int
+fl_arg_resources(FunctionCallInfo fcinfo, int argno, text ***resources)
+{
+	ArrayType *arr;
+	Datum *elems;
+	bool *nulls;
+	int n;
+
+	fl_arg_not_null(fcinfo, argno, resources_arg.name, resources_arg.hint);
+	arr = PG_GETARG_ARRAYTYPE_P(argno);
+	if (ARR_NDIM(arr) > 1)
+		ereport(ERROR, (errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+						errmsg("resources must be a one-dimensional array"),
+						errhint("%s", resources_arg.hint)));
+	deconstruct_array(arr, TEXTOID, -1, false, TYPALIGN_INT, &elems, &nulls, &n);
+	if (n == 0)
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE), errmsg("resources must not be empty"),
+				 errhint("Pass at least one resource name.")));
+	if (n > FL_MAX_RESOURCES)
+		ereport(ERROR, (errcode(ERRCODE_PROGRAM_LIMIT_EXCEEDED),
+						errmsg("%d resources are more than the limit of %d", n, FL_MAX_RESOURCES),
+						errhint("Take fewer leases at once, or one lease for the group.")));
+	*resources = palloc(sizeof(text *) * n);
+	for (int i = 0; i < n; i++)
+		(*resources)[i] = fl_check_text_element(elems[i], nulls[i], i + 1, &resources_arg);
+	return n;
 }

@@ -36,7 +36,9 @@ extern const FlTextArg fl_owner_arg;    /* at most FENCELOCK_MAX_OWNER_LEN */
 
 extern void fl_arg_not_null(FunctionCallInfo fcinfo, int argno, const char *name, const char *hint);
 extern text *fl_arg_text(FunctionCallInfo fcinfo, int argno, const FlTextArg *arg);
-extern text *fl_check_text_element(Datum value, bool isnull, int position, const FlTextArg *arg);
+/* A text[] of resource names, each checked as a resource; *resources palloc'd; returns the count */
+#define FL_MAX_RESOURCES 1000
+extern int fl_arg_resources(FunctionCallInfo fcinfo, int argno, text ***resources);
 extern text *fl_arg_resource(FunctionCallInfo fcinfo, int argno);
 extern text *fl_arg_owner(FunctionCallInfo fcinfo, int argno);
 extern int64 fl_arg_fence(FunctionCallInfo fcinfo, int argno, const char *hint);

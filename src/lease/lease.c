@@ -1,6 +1,6 @@
 /*
- * lease/lease.c — the lease API's SQL entry points: acquire, renew, release, current_fence,
- * assert_fence, purge.
+ * lease/lease.c — the lease API's SQL entry points after the grant: renew, release, release_all,
+ * current_fence, assert_fence, purge, set_value (the acquire family is lease/acquire.c's).
  *
  * What each does to fencelock.lease, and the rule that decides it, is store/rule.c's; here are
  * the arguments, the counts, the notifications and the errors.
@@ -32,11 +32,6 @@
 #include "utils/timestamp.h"
 #include "wait/leasequeue.h"
 
-bool fl_grant_xact = false;
-int fl_grant_permits = -1;
-
-PG_FUNCTION_INFO_V1(fencelock_acquire);
-PG_FUNCTION_INFO_V1(fencelock_acquire_0_2);
 PG_FUNCTION_INFO_V1(fencelock_renew_0_2);
 PG_FUNCTION_INFO_V1(fencelock_release_0_2);
 PG_FUNCTION_INFO_V1(fencelock_purge_0_2);
@@ -48,176 +43,7 @@ PG_FUNCTION_INFO_V1(fencelock_current_fence);
 PG_FUNCTION_INFO_V1(fencelock_assert_fence);
 PG_FUNCTION_INFO_V1(fencelock_purge);
 PG_FUNCTION_INFO_V1(fencelock_set_value);
-
-/*
- * The name of the calling role, for the holder column and notifications: a syscache lookup that
- * is made again only when the role or pg_authid changes.
- */
-static Oid holder_role = InvalidOid;
-static NameData holder_name;
-
-static void
-holder_invalidate(Datum arg, int cacheid, uint32 hashvalue)
-{
-	holder_role = InvalidOid;
-}
-
-static Name
-fl_holder_name(void)
-{
-	static bool registered = false;
-	Oid role = GetUserId();
-
-	if (role != holder_role)
-	{
-		if (!registered)
-		{
-			CacheRegisterSyscacheCallback(AUTHOID, holder_invalidate, (Datum) 0);
-			registered = true;
-		}
-		namestrcpy(&holder_name, GetUserNameFromId(role, false));
-		holder_role = role;
-	}
-	return &holder_name;
-}
-
-/*
- * One attempt at a grant, without waiting for the lease (NOWAIT, a try-once acquire: nor for
- * another transaction's change or row lock on its row).  Fills *g; on a busy resource with
- * want_expiry, also the holder's deadline (0 when unknown).  Counts a busy attempt; the caller
- * counts a grant with fl_count_grant once it is kept.
- */
-void
-fl_try_acquire(text *resource, text *owner, int64 ttl, FlApi api, bool want_expiry, bool nowait,
-			   Jsonb *value, FlGrant *g)
-{
-	TimestampTz now = GetCurrentTimestamp();
-	Name holder = fl_holder_name();
-	const char *mode = NULL;
-
-	if (fl_grant_permits < 0)
-	{
-		fl_lease_grant(resource, owner, now, now + ttl, api, holder, fl_grant_session, want_expiry,
-					   nowait, fl_grant_xact, g);
-		/* A group whose sessions have ended holds the lease no longer (store/group.c). */
-		if (!g->granted && g->group && fl_group_end_dead(resource, now, nowait))
-			fl_lease_grant(resource, owner, now, now + ttl, api, holder, fl_grant_session,
-						   want_expiry, nowait, fl_grant_xact, g);
-	}
-	else
-	{
-		/* Writer preference: no new share or permit past a queued exclusive waiter. */
-		FlGroupCall c = {.permits = fl_grant_permits,
-						 .writer_queued = fl_queue_exclusive_ahead(resource),
-						 .now = now,
-						 .expires = now + ttl,
-						 .holder = holder,
-						 .session = fl_grant_session,
-						 .value = value,
-						 .nowait = nowait,
-						 .want_expiry = want_expiry};
-
-		fl_group_grant(resource, owner, &c, g);
-		mode = g->mode == FL_MODE_PERMIT ? "permit" : "shared";
-	}
-	if (!g->granted)
-	{
-		fl_count(FL_BUSY, 1);
-		fl_resstats_count(resource, FL_RES_BUSY);
-		return;
-	}
-	if (fl_grant_session != 0)
-		fl_session_bound(resource, mode != NULL);
-	/* A new grant's value replaces its predecessor's; a retry's replaces its own. */
-	if (value != NULL && mode == NULL)
-		(void) fl_lease_value_set(resource, g->fence, value);
-	if (g->is_new && fencelock_notify)
-		fl_notify_holder(g->how == FL_GRANTED_TAKEOVER ? "taken_over" : "granted", resource,
-						 g->fence, NameStr(*holder), value, mode, g->slot);
-	else if (value != NULL && fencelock_notify)
-		fl_notify_holder("value_set", resource, g->fence, NameStr(*holder), value, mode, g->slot);
-	if (fl_grant_xact)
-	{
-		/*
-		 * The transaction's own grant (always new, never session-bound, without a value),
-		 * written released (store/rule.c): its commit frees the lease, so it wakes the next
-		 * waiter; nothing to flush, since no one holds the grant after the commit.
-		 */
-		g->xact = true;
-		if (fencelock_notify)
-			fl_notify("released", resource, g->fence, NameStr(*holder), NULL);
-		fl_queue_wake_at_commit(resource);
-		return;
-	}
-	fl_grant_durably(resource, g->fence);
-}
-
-/*
- * Count (and log) a grant made by fl_try_acquire, once it is kept: a caller that made it in a
- * subtransaction calls this only after the subtransaction committed.  The counts are made when
- * the transaction commits (observe/count.c): the caller may still roll the grant back.
- */
-void
-fl_count_grant(text *resource, const FlGrant *g)
-{
-	if (g->xact)
-	{
-		fl_count_at_commit(FL_RELEASES, 1);
-		fl_count_resource_at_commit(resource, FL_RES_RELEASE, g->fence, g->granted_at, 0, false);
-	}
-	fl_count_at_commit(g->is_new ? FL_GRANTS : FL_REACQUIRES, 1);
-	if (g->is_new && g->mode != FL_MODE_EXCLUSIVE)
-		fl_count_at_commit(g->mode == FL_MODE_SHARED ? FL_SHARED_GRANTS : FL_PERMIT_GRANTS, 1);
-	/*
-	 * Per resource, one lease at a time (observe/resstats.c): a share's or permit's retry, whose
-	 * fence is not the resource's latest, is no grant there.
-	 */
-	if (g->is_new || g->mode == FL_MODE_EXCLUSIVE)
-		fl_count_resource_at_commit(resource, FL_RES_GRANT, g->fence, g->granted_at, g->expires_at,
-									g->is_new && g->how == FL_GRANTED_TAKEOVER);
-	if (g->is_new && g->how == FL_GRANTED_TAKEOVER)
-	{
-		fl_count_at_commit(FL_TAKEOVERS, 1);
-		if (fencelock_log_level >= 0)
-			ereport(fencelock_log_level,
-					(errmsg("lease on resource \"%s\" taken over with fence " INT64_FORMAT
-							" after the previous holder's lease expired",
-							text_to_cstring(resource), g->fence)));
-	}
-}
-
-/*
- * acquire(resource, owner, ttl): one try; also 0.4.0's acquire without wait and session
- * (lease/wait.c), whose sixth argument is the lease's value.
- */
-Datum
-fl_acquire_sql(FunctionCallInfo fcinfo, FlApi api)
-{
-	text *resource = fl_arg_resource(fcinfo, 0);
-	text *owner = fl_arg_owner(fcinfo, 1);
-	int64 ttl = fl_arg_ttl(fcinfo, 2);
-	FlGrant g;
-
-	fl_check_resource(resource);
-	fl_try_acquire(resource, owner, ttl, api, false, true, fl_arg_value(fcinfo, 5), &g);
-	if (!g.granted)
-		PG_RETURN_NULL();
-	fl_count_grant(resource, &g);
-	PG_RETURN_INT64(g.fence);
-}
-
-/* acquire(resource, owner, ttl) as installed by 0.1.0 */
-Datum
-fencelock_acquire(PG_FUNCTION_ARGS)
-{
-	return fl_acquire_sql(fcinfo, FL_API_0_1);
-}
-
-Datum
-fencelock_acquire_0_2(PG_FUNCTION_ARGS)
-{
-	return fl_acquire_sql(fcinfo, FL_API_0_2);
-}
+PG_FUNCTION_INFO_V1(fencelock_release_all);
 
 /*
  * renew and release: the lease's fence, or -1 when the caller did not hold a live lease (the
@@ -345,6 +171,23 @@ Datum
 fencelock_release_grant(PG_FUNCTION_ARGS)
 {
 	return fl_release_sql(fcinfo, FL_API_0_2, true);
+}
+
+/* release_all(resources[], owner): releases what the caller holds of them */
+Datum
+fencelock_release_all(PG_FUNCTION_ARGS)
+{
+	text **resources;
+	int n = fl_arg_resources(fcinfo, 0, &resources);
+	text *owner = fl_arg_owner(fcinfo, 1);
+	int released = 0;
+
+	for (int i = 0; i < n; i++)
+		fl_check_resource(resources[i]);
+	for (int i = 0; i < n; i++)
+		if (fl_release(resources[i], owner, NULL, FL_API_0_2))
+			released++;
+	PG_RETURN_INT32(released);
 }
 
 /*

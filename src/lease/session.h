@@ -6,8 +6,7 @@
 
 #include "postgres.h"
 
-/* The session the grants of the current call bind to (0: ordinary leases), and its id. */
-extern int64 fl_grant_session;
+/* This session's id (a request's session), and a grant bound to it (lease/grant.c). */
 extern int64 fl_session_id(void);
 extern void fl_session_bound(text *resource, bool group);
 

@@ -1,9 +1,7 @@
 /*
- * lease/wait.c — acquiring with a deadline, and several resources at once.
- *
- *   acquire(resource, owner, ttl, wait)           waits up to `wait` for the lease
- *   acquire_all(resources[], owner, ttl, wait)    all or none, in one canonical order
- *   release_all(resources[], owner)               releases what the caller holds
+ * lease/wait.c — the waiting loop: acquiring one resource or several with a deadline.  Its SQL
+ * entry points (acquire with wait, acquire_xact, acquire_shared, acquire_permit, acquire_all)
+ * are lease/acquire.c's; each hands its request (FlRequest) here.
  *
  * Every call works in rounds: one attempt at each resource in canonical order, inside a
  * subtransaction that is rolled back unless every resource was granted, so a waiter sleeps
@@ -15,37 +13,22 @@
 #include "postgres.h"
 
 #include "access/xact.h"
-#include "base/args.h"
 #include "base/asowner.h"
-#include "catalog/pg_type.h"
 #include "common/pg_prng.h"
 #include "compat.h"
 #include "fencelock.h"
 #include "lease/lease.h"
 #include "store/group.h"
-#include "store/rule.h"
 #include "miscadmin.h"
-#include "store/privilege.h"
 #include "observe/resstats.h"
-#include "lease/session.h"
 #include "settings.h"
 #include "observe/stats.h"
 #include "storage/latch.h"
 #include "tcop/tcopprot.h"
-#include "utils/array.h"
 #include "utils/builtins.h"
 #include "utils/memutils.h"
 #include "utils/timestamp.h"
 #include "wait/leasequeue.h"
-
-PG_FUNCTION_INFO_V1(fencelock_acquire_wait);
-PG_FUNCTION_INFO_V1(fencelock_acquire_session);
-PG_FUNCTION_INFO_V1(fencelock_acquire_0_4);
-PG_FUNCTION_INFO_V1(fencelock_acquire_xact);
-PG_FUNCTION_INFO_V1(fencelock_acquire_shared);
-PG_FUNCTION_INFO_V1(fencelock_acquire_permit);
-PG_FUNCTION_INFO_V1(fencelock_acquire_all);
-PG_FUNCTION_INFO_V1(fencelock_release_all);
 
 /*
  * The longest single sleep of a poller (without shared memory).  A queued waiter sleeps at most
@@ -55,13 +38,6 @@ PG_FUNCTION_INFO_V1(fencelock_release_all);
 #define FL_MAX_SLEEP_MS 1000
 /* How often a sleeping waiter looks whether its client is still there. */
 #define FL_CHECK_CLIENT_MS 200
-#define FL_MAX_RESOURCES   1000
-
-#define FL_WAIT_HINT "Pass an interval such as '5 seconds', or '0' not to wait."
-
-static const FlTextArg resources_arg = {
-	"resources", FENCELOCK_MAX_RESOURCE_LEN, "Pass an array of non-empty resource names.",
-	"Use shorter resource names; fencelock.key() builds compact resource keys."};
 
 /* How long until the next attempt, unless a wake-up comes first. */
 static long
@@ -139,7 +115,7 @@ fl_wait_turn(long ms)
  * response must not wait for itself).
  */
 static bool
-fl_queued_ahead(text *resource, text *owner)
+fl_queued_ahead(text *resource, text *owner, const FlRequest *req)
 {
 	int64 fence;
 	bool permit;
@@ -148,7 +124,8 @@ fl_queued_ahead(text *resource, text *owner)
 	if (fl_queue_is_mine(resource) && fl_queue_is_head())
 		return false;
 	return fl_queue_length(resource) > 0 && !fl_lease_holds(resource, owner, NULL) &&
-		   !(fl_grant_permits >= 0 && fl_group_holds(resource, owner, &fence, &permit, &slot));
+		   !(req->mode != FL_MODE_EXCLUSIVE &&
+			 fl_group_holds(resource, owner, &fence, &permit, &slot));
 }
 
 /*
@@ -156,8 +133,8 @@ fl_queued_ahead(text *resource, text *owner)
  * every resource was granted.  Otherwise the subtransaction is rolled back, so nothing of the
  * round (no grant, no row lock) survives it.  Grants are counted once kept.  Returns -1 when all
  * were granted, else the index of the first resource not had; *holder_expires is then when its
- * holder's lease runs out (0 when unknown).  VALUE (NULL: none) is set on each grant (acquire's
- * value; acquire_all has none).
+ * holder's lease runs out (0 when unknown).  Each grant makes its side effects in the round
+ * (lease/grant.c), so a rolled-back round undoes them with it.
  *
  * A round before DEADLINE (a waiting acquire) may wait for another transaction's row lock on a
  * lease row (a release that has not committed yet), but no longer than until the deadline (issue
@@ -165,7 +142,7 @@ fl_queued_ahead(text *resource, text *owner)
  * round at the deadline (wait => '0') waits for no row lock at all (fl_try_acquire's NOWAIT).
  */
 static int
-fl_round(text **res, int n, text *owner, int64 ttl, Jsonb *value, bool fair, TimestampTz deadline,
+fl_round(text **res, int n, text *owner, const FlRequest *req, bool fair, TimestampTz deadline,
 		 FlGrant *grants, TimestampTz *holder_expires)
 {
 	FlSubxact x;
@@ -183,12 +160,11 @@ fl_round(text **res, int n, text *owner, int64 ttl, Jsonb *value, bool fair, Tim
 		{
 			memset(&grants[i], 0, sizeof(FlGrant));
 			tried = i;
-			if (fair && fl_queued_ahead(res[i], owner))
+			if (fair && fl_queued_ahead(res[i], owner, req))
 				busy = i;
 			else
 			{
-				fl_try_acquire(res[i], owner, ttl, FL_API_0_2, true, left_ms <= 0, value,
-							   &grants[i]);
+				fl_try_acquire(res[i], owner, req, true, left_ms <= 0, &grants[i]);
 				if (!grants[i].granted)
 				{
 					busy = i;
@@ -210,9 +186,6 @@ fl_round(text **res, int n, text *owner, int64 ttl, Jsonb *value, bool fair, Tim
 	}
 	PG_END_TRY();
 	fl_subxact_end(&x, busy < 0);
-	if (busy < 0)
-		for (int i = 0; i < n; i++)
-			fl_count_grant(res[i], &grants[i]);
 	return busy;
 }
 
@@ -229,12 +202,12 @@ fl_refuse_snapshot_wait(void)
 }
 
 /*
- * Acquire every resource of res[] (in canonical order, distinct), waiting until the deadline;
- * fills grants[] and returns true, or returns false with nothing granted.
+ * Acquire every resource of res[] (in canonical order, distinct) as REQ asks, waiting up to REQ's
+ * wait; fills grants[] and returns true, or returns false with nothing granted.
  *
- * wait = 0 (deadline not after the start) is one round, exactly like a try-once acquire: it
- * never queues, never sleeps, and so works in any isolation level; like a try-once acquire it
- * may take a resource that is free at that instant although others are queued for it.
+ * wait = 0 is one round, exactly like a try-once acquire: it never queues, never sleeps, and so
+ * works in any isolation level; like a try-once acquire it may take a resource that is free at
+ * that instant although others are queued for it.
  *
  * Otherwise a round that does not get everything is rolled back before any sleep, so the caller
  * sleeps holding no grant and no row lock of this call: another session's acquire of a resource
@@ -243,12 +216,12 @@ fl_refuse_snapshot_wait(void)
  * stopped the round, and when its turn comes (a release, the holder's deadline, or a predecessor
  * leaving) tries the whole set again.  A newcomer queues behind waiters already there.
  */
-static bool
-fl_acquire_set(text **res, int n, text *owner, int64 ttl, Jsonb *value, TimestampTz deadline,
-			   FlGrant *grants)
+bool
+fl_acquire_wait(text **res, int n, text *owner, const FlRequest *req, FlGrant *grants)
 {
 	TimestampTz start = GetCurrentTimestamp();
-	bool once = deadline <= start;
+	TimestampTz deadline = start + req->wait;
+	bool once = req->wait <= 0;
 	volatile bool granted = false;
 	bool waited = false;
 	text *waited_for = NULL; /* the resource of the first queue joined (observe/resstats.c) */
@@ -274,8 +247,7 @@ fl_acquire_set(text **res, int n, text *owner, int64 ttl, Jsonb *value, Timestam
 				/* A waiter whose client is gone must not take the lease it was woken for. */
 				if (waited)
 					fl_check_client();
-				busy =
-					fl_round(res, n, owner, ttl, value, !once, deadline, grants, &holder_expires);
+				busy = fl_round(res, n, owner, req, !once, deadline, grants, &holder_expires);
 				if (busy < 0)
 				{
 					granted = true;
@@ -293,9 +265,9 @@ fl_acquire_set(text **res, int n, text *owner, int64 ttl, Jsonb *value, Timestam
 					if (GetCurrentTimestamp() >= deadline)
 						break;
 					/* fencelock.max_waiters queued already: NULL at once, counted per resource */
-					if (!fl_resstats_queued(
-							res[busy],
-							fl_queue_enter(res[busy], fencelock_max_waiters, fl_grant_permits < 0)))
+					if (!fl_resstats_queued(res[busy],
+											fl_queue_enter(res[busy], fencelock_max_waiters,
+														   req->mode == FL_MODE_EXCLUSIVE)))
 						break;
 					if (!waited)
 					{
@@ -338,272 +310,4 @@ fl_acquire_set(text **res, int n, text *owner, int64 ttl, Jsonb *value, Timestam
 		fl_resstats_wait(waited_for, GetCurrentTimestamp() - start, granted);
 	}
 	return granted;
-}
-
-/* acquire(resource, owner, ttl, wait [, session]) */
-static Datum
-fl_acquire_wait_sql(FunctionCallInfo fcinfo, bool session)
-{
-	text *resource = fl_arg_resource(fcinfo, 0);
-	text *owner = fl_arg_owner(fcinfo, 1);
-	int64 ttl = fl_arg_ttl(fcinfo, 2);
-	int64 wait = fl_arg_wait(fcinfo, 3, FL_WAIT_HINT);
-	Jsonb *value = fl_arg_value(fcinfo, 5); /* 0.4.0's acquire */
-	FlGrant g;
-
-	bool granted;
-
-	/* A role the resource is not open to is refused before it queues (store/privilege.c). */
-	fl_check_resource(resource);
-	/* The grants of this call bind the lease to this session (lease/session.c), or unbind it. */
-	fl_grant_session = session ? fl_session_id() : 0;
-	PG_TRY();
-	{
-		granted = fl_acquire_set(&resource, 1, owner, ttl, value, GetCurrentTimestamp() + wait, &g);
-	}
-	PG_FINALLY();
-	{
-		fl_grant_session = 0;
-	}
-	PG_END_TRY();
-	if (!granted)
-		PG_RETURN_NULL();
-	PG_RETURN_INT64(g.fence);
-}
-
-Datum
-fencelock_acquire_wait(PG_FUNCTION_ARGS)
-{
-	return fl_acquire_wait_sql(fcinfo, false);
-}
-
-Datum
-fencelock_acquire_session(PG_FUNCTION_ARGS)
-{
-	fl_arg_not_null(fcinfo, 4, "session",
-					"Pass true to bind the lease to this session, false not to.");
-	return fl_acquire_wait_sql(fcinfo, PG_GETARG_BOOL(4));
-}
-
-/*
- * acquire(resource, owner [, ttl] [, wait] [, session]) as 0.4.0 installs it: one function for
- * every form, wait defaulting to '0' and session to false.  Separate overloads cannot offer
- * acquire(r, o, ttl, session => true): PostgreSQL could then not choose between a boolean and an
- * interval fourth parameter for acquire(r, o, ttl, '5 seconds').  An explicit NULL wait or
- * session is refused, as before.  With the defaults (wait zero, no session) it is the one-try
- * acquire, on its own path: the answers, counts and rows are those of a waiting acquire with
- * wait => '0' (one round, no queue, any isolation level), without its subtransaction.
- */
-Datum
-fencelock_acquire_0_4(PG_FUNCTION_ARGS)
-{
-	Interval *wait;
-
-	fl_arg_not_null(fcinfo, 4, "session",
-					"Pass true to bind the lease to this session, false not to.");
-	if (!PG_ARGISNULL(3) && !PG_GETARG_BOOL(4))
-	{
-		wait = PG_GETARG_INTERVAL_P(3);
-		if (wait->time == 0 && wait->day == 0 && wait->month == 0)
-			return fl_acquire_sql(fcinfo, FL_API_0_2);
-	}
-	return fl_acquire_wait_sql(fcinfo, PG_GETARG_BOOL(4));
-}
-
-/*
- * acquire_xact(resource, owner [, wait]) (0.4.0): the lease for the rest of this transaction.  A
- * new fence, or NULL when another owner holds the lease (after WAIT, queued as a waiting acquire
- * is).  The grant is written released, its row locked until the transaction ends (store/rule.c):
- * the commit frees the lease, a rollback undoes the grant; nothing to release, and nothing for
- * the commit to flush, since no one holds the grant after it.  OWNER names the grant in the
- * history and the notifications, and its place in the queue.
- */
-Datum
-fencelock_acquire_xact(PG_FUNCTION_ARGS)
-{
-	text *resource = fl_arg_resource(fcinfo, 0);
-	text *owner = fl_arg_owner(fcinfo, 1);
-	int64 wait = fl_arg_wait(fcinfo, 2, FL_WAIT_HINT);
-	FlGrant g;
-	bool granted;
-
-	fl_check_resource(resource);
-	fl_grant_xact = true;
-	PG_TRY();
-	{
-		if (wait == 0)
-		{
-			/* One try, as acquire with wait => '0' makes it: no queue, no subtransaction. */
-			fl_try_acquire(resource, owner, 0, FL_API_0_2, false, true, NULL, &g);
-			granted = g.granted;
-			if (granted)
-				fl_count_grant(resource, &g);
-		}
-		else
-			granted =
-				fl_acquire_set(&resource, 1, owner, 0, NULL, GetCurrentTimestamp() + wait, &g);
-	}
-	PG_FINALLY();
-	{
-		fl_grant_xact = false;
-	}
-	PG_END_TRY();
-	if (!granted)
-		PG_RETURN_NULL();
-	PG_RETURN_INT64(g.fence);
-}
-
-/*
- * acquire_shared(resource, owner, ttl, wait, session, value) (PERMITS 0) and
- * acquire_permit(resource, owner, ttl, permits, wait, session, value) (0.4.0): a share of the
- * lease, or one of its PERMITS slots, waiting up to WAIT as acquire does (store/group.c).  ARG is
- * the position of wait.
- */
-static Datum
-fl_acquire_group_sql(FunctionCallInfo fcinfo, int permits, int arg)
-{
-	text *resource = fl_arg_resource(fcinfo, 0);
-	text *owner = fl_arg_owner(fcinfo, 1);
-	int64 ttl = fl_arg_ttl(fcinfo, 2);
-	int64 wait = fl_arg_wait(fcinfo, arg, FL_WAIT_HINT);
-	Jsonb *value;
-	bool session;
-	FlGrant g;
-	bool granted;
-
-	fl_arg_not_null(fcinfo, arg + 1, "session",
-					"Pass true to bind the lease to this session, false not to.");
-	session = PG_GETARG_BOOL(arg + 1);
-	value = fl_arg_value(fcinfo, arg + 2);
-	fl_check_resource(resource);
-	fl_grant_session = session ? fl_session_id() : 0;
-	fl_grant_permits = permits;
-	PG_TRY();
-	{
-		granted = fl_acquire_set(&resource, 1, owner, ttl, value, GetCurrentTimestamp() + wait, &g);
-	}
-	PG_FINALLY();
-	{
-		fl_grant_session = 0;
-		fl_grant_permits = -1;
-	}
-	PG_END_TRY();
-	if (!granted)
-		PG_RETURN_NULL();
-	PG_RETURN_INT64(g.fence);
-}
-
-Datum
-fencelock_acquire_shared(PG_FUNCTION_ARGS)
-{
-	return fl_acquire_group_sql(fcinfo, 0, 3);
-}
-
-Datum
-fencelock_acquire_permit(PG_FUNCTION_ARGS)
-{
-	int permits;
-
-	fl_arg_not_null(fcinfo, 3, "permits", "Pass the count of permits, 1 or more.");
-	permits = PG_GETARG_INT32(3);
-	if (permits < 1)
-		ereport(ERROR, (errcode(ERRCODE_INVALID_PARAMETER_VALUE),
-						errmsg("permits must be 1 or more, not %d", permits),
-						errhint("Pass the count of permits, 1 or more.")));
-	return fl_acquire_group_sql(fcinfo, permits, 4);
-}
-
-/* A checked list of distinct resources. */
-static int
-fl_arg_resources(FunctionCallInfo fcinfo, int argno, text ***resources)
-{
-	ArrayType *arr;
-	Datum *elems;
-	bool *nulls;
-	int n;
-
-	fl_arg_not_null(fcinfo, argno, resources_arg.name, resources_arg.hint);
-	arr = PG_GETARG_ARRAYTYPE_P(argno);
-	if (ARR_NDIM(arr) > 1)
-		ereport(ERROR, (errcode(ERRCODE_INVALID_PARAMETER_VALUE),
-						errmsg("resources must be a one-dimensional array"),
-						errhint("%s", resources_arg.hint)));
-	deconstruct_array(arr, TEXTOID, -1, false, TYPALIGN_INT, &elems, &nulls, &n);
-	if (n == 0)
-		ereport(ERROR,
-				(errcode(ERRCODE_INVALID_PARAMETER_VALUE), errmsg("resources must not be empty"),
-				 errhint("Pass at least one resource name.")));
-	if (n > FL_MAX_RESOURCES)
-		ereport(ERROR, (errcode(ERRCODE_PROGRAM_LIMIT_EXCEEDED),
-						errmsg("%d resources are more than the limit of %d", n, FL_MAX_RESOURCES),
-						errhint("Take fewer leases at once, or one lease for the group.")));
-	*resources = palloc(sizeof(text *) * n);
-	for (int i = 0; i < n; i++)
-		(*resources)[i] = fl_check_text_element(elems[i], nulls[i], i + 1, &resources_arg);
-	return n;
-}
-
-/* Byte order of resource names: the canonical order in which acquire_all takes them. */
-static int
-fl_cmp_text(const void *a, const void *b)
-{
-	text *x = **(text ***) a;
-	text *y = **(text ***) b;
-	int lx = VARSIZE_ANY_EXHDR(x);
-	int ly = VARSIZE_ANY_EXHDR(y);
-	int c = memcmp(VARDATA_ANY(x), VARDATA_ANY(y), Min(lx, ly));
-
-	return c != 0 ? c : (lx > ly) - (lx < ly);
-}
-
-Datum
-fencelock_acquire_all(PG_FUNCTION_ARGS)
-{
-	text **resources;
-	int n = fl_arg_resources(fcinfo, 0, &resources);
-	text *owner = fl_arg_owner(fcinfo, 1);
-	int64 ttl = fl_arg_ttl(fcinfo, 2);
-	TimestampTz deadline = GetCurrentTimestamp() + fl_arg_wait(fcinfo, 3, FL_WAIT_HINT);
-	text ***order = palloc(sizeof(text **) * n);
-	text **sorted = palloc(sizeof(text *) * n);
-	FlGrant *grants = palloc(sizeof(FlGrant) * n);
-	Datum *fences = palloc(sizeof(Datum) * n);
-
-	for (int i = 0; i < n; i++)
-		order[i] = &resources[i];
-	qsort(order, n, sizeof(text **), fl_cmp_text);
-	for (int i = 1; i < n; i++)
-		if (fl_cmp_text(&order[i - 1], &order[i]) == 0)
-			ereport(ERROR, (errcode(ERRCODE_INVALID_PARAMETER_VALUE),
-							errmsg("resource \"%s\" appears twice", text_to_cstring(*order[i])),
-							errhint("Pass each resource once.")));
-	/* All or nothing: every resource's privilege first, before anything is tried or queued. */
-	for (int i = 0; i < n; i++)
-	{
-		sorted[i] = *order[i];
-		fl_check_resource(sorted[i]);
-	}
-
-	/* All or none: a round that does not get every resource is rolled back (fl_acquire_set). */
-	if (!fl_acquire_set(sorted, n, owner, ttl, NULL, deadline, grants))
-		PG_RETURN_NULL();
-	for (int i = 0; i < n; i++)
-		fences[order[i] - resources] = Int64GetDatum(grants[i].fence);
-	PG_RETURN_ARRAYTYPE_P(construct_array(fences, n, INT8OID, 8, FLOAT8PASSBYVAL, TYPALIGN_DOUBLE));
-}
-
-Datum
-fencelock_release_all(PG_FUNCTION_ARGS)
-{
-	text **resources;
-	int n = fl_arg_resources(fcinfo, 0, &resources);
-	text *owner = fl_arg_owner(fcinfo, 1);
-	int released = 0;
-
-	for (int i = 0; i < n; i++)
-		fl_check_resource(resources[i]);
-	for (int i = 0; i < n; i++)
-		if (fl_release(resources[i], owner, NULL, FL_API_0_2))
-			released++;
-	PG_RETURN_INT32(released);
 }

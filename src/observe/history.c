@@ -13,7 +13,6 @@
 #include "common/pg_prng.h"
 #include "fencelock.h"
 #include "observe/history.h"
-#include "lease/lease.h"
 #include "miscadmin.h"
 #include "settings.h"
 #include "utils/builtins.h"
@@ -138,31 +137,58 @@ granted_how_words(char how)
 	return "unknown";
 }
 
-void
-fl_history_grant(text *resource, text *owner, FlGrant *g)
+/* The grant of FENCE just recorded is a share or a permit (MODE), in SLOT (0: none). */
+static void
+record_mode(text *resource, int64 fence, const char *mode, int slot)
 {
-	Datum values[6];
+	Datum values[4];
+	char nulls[4] = {' ', ' ', ' ', slot > 0 ? ' ' : 'n'};
 
 	values[0] = PointerGetDatum(resource);
-	values[1] = Int64GetDatum(g->fence);
-	values[2] = TimestampTzGetDatum(g->granted_at);
+	values[1] = Int64GetDatum(fence);
+	values[2] = CStringGetTextDatum(mode);
+	values[3] = Int32GetDatum(slot);
+	fl_run(&history_mode, values, nulls, false);
+}
+
+/*
+ * A new grant of RESOURCE to OWNER: it ends the expired grant it took over (or that expired for
+ * its owner), and is recorded, with its mode and slot for a share or permit, and, for the
+ * transaction's own grant, as released where it starts.  Runs as the extension's owner in a
+ * session of its own.
+ */
+void
+fl_history_grant(text *resource, text *owner, const FlHistoryGrant *h)
+{
+	FlSession s;
+	Datum values[6];
+
+	fl_begin(&s);
+	values[0] = PointerGetDatum(resource);
+	values[1] = Int64GetDatum(h->fence);
+	values[2] = TimestampTzGetDatum(h->granted_at);
 	/* A grant after an expiry ends the expired grant: taken over, or expired for its owner. */
-	values[3] = CStringGetTextDatum(g->how == FL_GRANTED_TAKEOVER ? "taken over" : "expired");
-	if (g->how == FL_GRANTED_TAKEOVER || g->how == FL_GRANTED_AFTER_EXPIRY)
+	values[3] = CStringGetTextDatum(h->how == FL_GRANTED_TAKEOVER ? "taken over" : "expired");
+	if (h->how == FL_GRANTED_TAKEOVER || h->how == FL_GRANTED_AFTER_EXPIRY)
 		fl_run(&history_close, values, NULL, false);
 
 	values[2] = PointerGetDatum(owner);
-	values[3] = CStringGetTextDatum(granted_how_words(g->how));
-	values[4] = TimestampTzGetDatum(g->granted_at);
-	values[5] = TimestampTzGetDatum(g->expires_at);
+	values[3] = CStringGetTextDatum(granted_how_words(h->how));
+	values[4] = TimestampTzGetDatum(h->granted_at);
+	values[5] = TimestampTzGetDatum(h->expires_at);
 	fl_run(&history_insert, values, NULL, false);
+	if (h->mode != NULL)
+		record_mode(resource, h->fence, h->mode, h->slot);
+	if (h->released)
+		fl_history_update(resource, h->fence, h->granted_at, h->granted_at, true);
 
 	/*
 	 * Keep the table bounded without a scheduler: one grant in 256 prunes a batch, several times
 	 * as many rows as grants add in between, so the history drains however large it had grown.
 	 */
 	if ((pg_prng_uint32(&pg_global_prng_state) & 255) == 0)
-		history_prune_batch(g->granted_at, FL_HISTORY_PRUNE_BATCH);
+		history_prune_batch(h->granted_at, FL_HISTORY_PRUNE_BATCH);
+	fl_end(&s);
 }
 
 /* $1 resource, $2 fence, $3 now, $4 how it ended: one grant, if still open */
@@ -184,20 +210,6 @@ fl_history_ended(text *resource, int64 fence, TimestampTz now, const char *how)
 	values[2] = TimestampTzGetDatum(now);
 	values[3] = CStringGetTextDatum(how);
 	fl_run(&history_ended, values, NULL, false);
-}
-
-/* The grant of FENCE just recorded is a share or a permit (MODE), in SLOT (0: none). */
-void
-fl_history_mode(text *resource, int64 fence, const char *mode, int slot)
-{
-	Datum values[4];
-	char nulls[4] = {' ', ' ', ' ', slot > 0 ? ' ' : 'n'};
-
-	values[0] = PointerGetDatum(resource);
-	values[1] = Int64GetDatum(fence);
-	values[2] = CStringGetTextDatum(mode);
-	values[3] = Int32GetDatum(slot);
-	fl_run(&history_mode, values, nulls, false);
 }
 
 void

@@ -8,11 +8,21 @@
 #include "postgres.h"
 
 #include "datatype/timestamp.h"
-#include "lease/lease.h"
 
-extern void fl_history_grant(text *resource, text *owner, FlGrant *g);
+/* A new grant, as the grant's side effects record it (lease/grant.c); opens its own session */
+typedef struct FlHistoryGrant
+{
+	int64 fence;
+	char how; /* an FlGrantedHow */
+	TimestampTz granted_at;
+	TimestampTz expires_at;
+	const char *mode; /* "shared" or "permit"; NULL for the lease alone */
+	int slot;         /* a permit's slot; 0 otherwise */
+	bool released;    /* the transaction's own grant (acquire_xact): ends where it starts */
+} FlHistoryGrant;
+
+extern void fl_history_grant(text *resource, text *owner, const FlHistoryGrant *h);
 extern void fl_history_ended(text *resource, int64 fence, TimestampTz now, const char *how);
-extern void fl_history_mode(text *resource, int64 fence, const char *mode, int slot);
 extern void fl_history_update(text *resource, int64 fence, TimestampTz now, TimestampTz expires,
 							  bool released);
 extern void fl_history_purge(Datum gone, TimestampTz now);

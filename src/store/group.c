@@ -378,6 +378,20 @@ check_mode(text *resource, int want, int have)
 								have)));
 }
 
+/* A group grant as group_try makes it: the request and the attempt, with the deadline. */
+typedef struct FlGroupCall
+{
+	int permits; /* 0: shared; else the count of slots */
+	TimestampTz now;
+	TimestampTz expires;
+	Name holder;   /* the caller's role */
+	int64 session; /* 0: not session-bound */
+	Jsonb *value;  /* NULL: none (a retry keeps its value) */
+	bool nowait;
+	bool want_expiry;
+	bool writer_queued; /* an exclusive waiter is queued ahead: only a retry is granted */
+} FlGroupCall;
+
 /* The attempt, inside the caller's subtransaction and fl_begin; true when granted. */
 static bool
 group_try(text *resource, text *owner, const FlGroupCall *c, FlGrant *g)
@@ -548,15 +562,25 @@ group_try(text *resource, text *owner, const FlGroupCall *c, FlGrant *g)
 }
 
 /*
- * One attempt at a share (C->permits 0) or a permit of RESOURCE for OWNER; fills *g as
- * fl_lease_grant does, and records a new grant in the history.  Busy (not granted) while an
- * exclusive holder holds the lease or, for a permit, every slot is taken; a refused call keeps
- * nothing (no row lock, no row).  NOWAIT: busy rather than wait for another transaction's change
- * or row lock on the lease row.
+ * One attempt (A) at the share or permit REQ asks for, of RESOURCE for OWNER; fills *g as
+ * fl_lease_grant does (the grant's side effects are the caller's, lease/grant.c).  Busy (not
+ * granted) while an exclusive holder holds the lease or, for a permit, every slot is taken; a
+ * refused call keeps nothing (no row lock, no row).  NOWAIT: busy rather than wait for another
+ * transaction's change or row lock on the lease row.
  */
 void
-fl_group_grant(text *resource, text *owner, const FlGroupCall *c, FlGrant *g)
+fl_group_grant(text *resource, text *owner, const FlRequest *req, const FlAttempt *a, FlGrant *g)
 {
+	FlGroupCall call = {.permits = req->mode == FL_MODE_PERMIT ? req->permits : 0,
+						.now = a->now,
+						.expires = a->now + req->ttl,
+						.holder = a->holder,
+						.session = req->session,
+						.value = req->value,
+						.nowait = a->nowait,
+						.want_expiry = a->want_expiry,
+						.writer_queued = a->writer_queued};
+	const FlGroupCall *c = &call;
 	FlSubxact x;
 	FlSession s;
 	volatile bool granted = false;
@@ -572,11 +596,6 @@ fl_group_grant(text *resource, text *owner, const FlGroupCall *c, FlGrant *g)
 	PG_TRY();
 	{
 		granted = group_try(resource, owner, c, g);
-		if (granted && g->is_new && fencelock_history)
-		{
-			fl_history_grant(resource, owner, g);
-			fl_history_mode(resource, g->fence, mode_name(c->permits), g->slot);
-		}
 	}
 	PG_CATCH();
 	{

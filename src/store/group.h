@@ -7,24 +7,11 @@
 
 #include "postgres.h"
 
-#include "lease/lease.h"
+#include "store/rule.h"
 #include "utils/jsonb.h"
 
-/* A group grant's request: what fl_try_acquire was asked for (lease/lease.h's fl_grant_permits). */
-typedef struct FlGroupCall
-{
-	int permits; /* 0: shared; else the count of slots */
-	TimestampTz now;
-	TimestampTz expires;
-	Name holder;   /* the caller's role */
-	int64 session; /* 0: not session-bound */
-	Jsonb *value;  /* NULL: none (a retry keeps its value) */
-	bool nowait;
-	bool want_expiry;
-	bool writer_queued; /* an exclusive waiter is queued ahead: only a retry is granted */
-} FlGroupCall;
-
-extern void fl_group_grant(text *resource, text *owner, const FlGroupCall *c, FlGrant *g);
+extern void fl_group_grant(text *resource, text *owner, const FlRequest *req, const FlAttempt *a,
+						   FlGrant *g);
 extern int64 fl_group_owner_change(text *resource, text *owner, const int64 *grant, TimestampTz now,
 								   TimestampTz expires, bool release, int *slot);
 extern bool fl_group_holds(text *resource, text *owner, int64 *fence, bool *permit, int *slot);

@@ -28,7 +28,6 @@
 #include "common/int.h"
 #include "fencelock.h"
 #include "observe/history.h"
-#include "lease/lease.h"
 #include "store/fence.h"
 #include "store/group.h"
 #include "store/row.h"
@@ -495,36 +494,35 @@ grant_by_statement(int v, bool update, bool nowait, Datum *values, const char *n
 				  : fl_run_or_undo(&grant_update[v], values, nulls);
 }
 
-/* The history of a grant; the transaction's own grant ends where it starts, released. */
-static void
-history_grant(text *resource, text *owner, bool xact, FlGrant *g)
-{
-	fl_history_grant(resource, owner, g);
-	if (xact)
-		fl_history_update(resource, g->fence, g->granted_at, g->granted_at, true);
-}
-
 /*
- * One attempt at a grant of RESOURCE to OWNER until EXPIRES, without waiting for the lease; fills
- * *g (on a busy resource with want_expiry, also the holder's deadline, 0 when unknown), records
- * the grant in the history.  NOWAIT (a try-once acquire): busy rather than wait for another
- * transaction's change or row lock on the lease row.  The row is changed directly where that is
- * equivalent; otherwise, and to insert a resource's first row, by the statements.
+ * One attempt (A) at the exclusive grant REQ asks for, of RESOURCE to OWNER for REQ's ttl, without
+ * waiting for the lease; fills *g (on a busy resource with want_expiry, also the holder's
+ * deadline, 0 when unknown).  The rule decides and writes; the grant's side effects (history,
+ * counts, value, notification, durability) are the caller's (lease/grant.c).  NOWAIT (a try-once
+ * acquire): busy rather than wait for another transaction's change or row lock on the lease row.
+ * The row is changed directly where that is equivalent; otherwise, and to insert a resource's first
+ * row, by the statements.
  *
- * XACT (acquire_xact): the transaction's own grant.  The rule is the same with nobody as the
+ * REQ's xact (acquire_xact): the transaction's own grant.  The rule is the same with nobody as the
  * owner and the grant's own moment as its deadline, so the row is written as a lease released at
  * once: a new fence, owner NULL.  The row stays locked by this transaction until it ends, which
  * is what holds the lease: no other owner is granted it before the commit (which frees it) or the
- * rollback (which undoes the grant).  OWNER then names the grant in the history only.
+ * rollback (which undoes the grant).  OWNER then names the grant in the history only
+ * (lease/grant.c).
  */
 void
-fl_lease_grant(text *resource, text *owner, TimestampTz now, TimestampTz expires, FlApi api,
-			   Name holder, int64 session, bool want_expiry, bool nowait, bool xact, FlGrant *g)
+fl_lease_grant(text *resource, text *owner, const FlRequest *req, const FlAttempt *a, FlGrant *g)
 {
+	TimestampTz now = a->now;
+	FlApi api = req->api;
+	Name holder = a->holder;
+	int64 session = req->session;
+	bool want_expiry = a->want_expiry;
+	bool nowait = a->nowait;
 	Interval delay = {.time = (int64) fencelock_lock_delay_ms * 1000};
-	FlGrantCall c = {.owner = xact ? NULL : owner,
+	FlGrantCall c = {.owner = req->xact ? NULL : owner,
 					 .now = now,
-					 .expires = xact ? now : expires,
+					 .expires = req->xact ? now : now + req->ttl,
 					 .v2 = api != FL_API_0_1,
 					 .base = fl_timeline_base(),
 					 .holder = holder,
@@ -554,12 +552,6 @@ fl_lease_grant(text *resource, text *owner, TimestampTz now, TimestampTz expires
 		g->is_new = c.is_new;
 		g->holder_expires = want_expiry ? c.holder_expires : 0;
 		g->group = direct == FL_ROW_REFUSED && c.group;
-		if (g->granted && g->is_new && api != FL_API_0_1 && fencelock_history)
-		{
-			fl_begin(&s);
-			history_grant(resource, owner, xact, g);
-			fl_end(&s);
-		}
 		return;
 	}
 
@@ -587,8 +579,6 @@ fl_lease_grant(text *resource, text *owner, TimestampTz now, TimestampTz expires
 		grant_result(api, g);
 		if (inserted)
 			g->fence = fl_lease_above_floor(values[0], g->fence);
-		if (api != FL_API_0_1 && g->is_new && fencelock_history)
-			history_grant(resource, owner, xact, g);
 	}
 	else
 		g->group = true; /* perhaps (a try-once refusal is busy here): fl_group_end_dead looks */
