@@ -22,6 +22,7 @@
  */
 #include "postgres.h"
 
+#include "base/xact.h"
 #include "access/xact.h"
 #include "compat.h"
 #include "fencelock.h"
@@ -114,8 +115,7 @@ shown_fences(void)
 							HASH_ELEM | HASH_STRINGS | HASH_CONTEXT);
 		if (!shown_callbacks)
 		{
-			RegisterXactCallback(at_xact_end, NULL);
-			RegisterSubXactCallback(at_subxact_end, NULL);
+			fl_xact_join(FL_XACT_BOUND, at_xact_end, at_subxact_end);
 			shown_callbacks = true;
 		}
 	}

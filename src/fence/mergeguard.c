@@ -33,6 +33,7 @@
  */
 #include "postgres.h"
 
+#include "base/xact.h"
 #include "access/xact.h"
 #include "compat.h"
 #include "executor/executor.h"
@@ -168,7 +169,7 @@ fl_merge_guard_init(void)
 	untracked_possible = IsTransactionState();
 	/* Preloaded, nothing is left to forget at a transaction's end: no callback to call. */
 	if (untracked_possible)
-		RegisterXactCallback(at_xact_end, NULL);
+		fl_xact_join(FL_XACT_MERGE_GUARD, at_xact_end, NULL);
 	installed = true;
 }
 

@@ -50,6 +50,7 @@
  */
 #include "postgres.h"
 
+#include "base/xact.h"
 #include "access/transam.h"
 #include "access/xact.h"
 #include "access/xlog.h"
@@ -115,9 +116,6 @@ static long my_session_prune_at = FL_SESSION_PRUNE_MIN;
 static uint64 my_session_xact = 0; /* counts this backend's top-level transactions */
 static int64 my_session_lock_delay = 0;
 static bool my_session_holders = false; /* a share or permit among them (store/group.c) */
-
-/* The session the grants of the current call bind to; 0 for ordinary leases. */
-int64 fl_grant_session = 0;
 
 /* The entries of my_session_resources (0 before the first session-bound grant). */
 static long
@@ -430,7 +428,7 @@ fl_session_resources_create(void)
 	ctl.hcxt = my_session_cxt;
 	my_session_resources = hash_create("fencelock session resources", 256, &ctl,
 									   HASH_ELEM | HASH_FUNCTION | HASH_COMPARE | HASH_CONTEXT);
-	RegisterXactCallback(fl_session_xact_end, NULL);
+	fl_xact_join(FL_XACT_SESSION, fl_session_xact_end, NULL);
 }
 
 /*

@@ -34,6 +34,7 @@
  */
 #include "postgres.h"
 
+#include "base/xact.h"
 #include "access/transam.h"
 #include "access/xact.h"
 #include "observe/count.h"
@@ -184,8 +185,7 @@ fl_count_register(void)
 {
 	if (!callbacks_registered)
 	{
-		RegisterXactCallback(fl_count_xact_callback, NULL);
-		RegisterSubXactCallback(fl_count_subxact_callback, NULL);
+		fl_xact_join(FL_XACT_COUNT, fl_count_xact_callback, fl_count_subxact_callback);
 		callbacks_registered = true;
 	}
 }

@@ -6,6 +6,7 @@
  */
 #include "postgres.h"
 
+#include "base/xact.h"
 #include "access/xact.h"
 #include "access/xlog.h"
 #include "fencelock.h"
@@ -148,8 +149,7 @@ fl_grant_durably(text *resource, int64 fence)
 	}
 	if (!registered)
 	{
-		RegisterXactCallback(pending_xact_cb, NULL);
-		RegisterSubXactCallback(pending_subxact_cb, NULL);
+		fl_xact_join(FL_XACT_TIMELINE, pending_xact_cb, pending_subxact_cb);
 		registered = true;
 	}
 	if (force_durable)

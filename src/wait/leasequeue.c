@@ -34,6 +34,7 @@
  */
 #include "postgres.h"
 
+#include "base/xact.h"
 #include "access/xact.h"
 #include "common/hashfn.h"
 #include "compat.h"
@@ -525,8 +526,7 @@ fl_wake_add(const FlQueueKey *key, bool always)
 	{
 		wake_cxt =
 			AllocSetContextCreate(TopMemoryContext, "fencelock wake-ups", ALLOCSET_SMALL_SIZES);
-		RegisterXactCallback(fl_wake_xact_cb, NULL);
-		RegisterSubXactCallback(fl_wake_subxact_cb, NULL);
+		fl_xact_join(FL_XACT_LEASE_WAKE, fl_wake_xact_cb, fl_wake_subxact_cb);
 	}
 	if (wake_everyone)
 		return;

@@ -34,6 +34,7 @@
  */
 #include "postgres.h"
 
+#include "base/xact.h"
 #include "access/htup_details.h"
 #include "access/xact.h"
 #include "base/args.h"
@@ -367,8 +368,7 @@ fl_task_wake_pending(Oid relid, int64 rows, bool unknown)
 
 		if (!callbacks_set)
 		{
-			RegisterXactCallback(task_wake_xact_cb, NULL);
-			RegisterSubXactCallback(task_wake_subxact_cb, NULL);
+			fl_xact_join(FL_XACT_TASK_WAKE, task_wake_xact_cb, task_wake_subxact_cb);
 			callbacks_set = true;
 		}
 		if (npending == maxpending)
