@@ -514,7 +514,7 @@ fl_session_bound(text *resource, bool group)
 	FlBoundResource *e;
 	bool found;
 
-	/* The grant stored the caller's fencelock.lock_delay in the row (lease/lease.c). */
+	/* The grant stored the caller's fencelock.lock_delay in the row (store/rule.c). */
 	my_session_lock_delay = Max(my_session_lock_delay, (int64) fencelock_lock_delay_ms * 1000);
 	my_session_holders |= group;
 	if (my_session_resources == NULL)

@@ -9,7 +9,7 @@
  * fencelock.resource_grants covers a name, only members of that prefix's grantees (and
  * superusers) may acquire, renew, release or assert_fence it, or write a table bound to it; where
  * several prefixes cover a name, the longest decides.  Names under no prefix stay open.  The
- * entry points (lease/lease.c, lease/wait.c, fence/bound.c) call fl_check_resource before they
+ * entry points (lease/acquire.c, lease/lease.c, fence/bound.c) call fl_check_resource before they
  * touch the lease; the lease rule (store/rule.c) knows nothing of it.
  *
  * Grants follow their roles (issue 35).  A row names its grantee by role name, a form a dump

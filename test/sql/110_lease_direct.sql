@@ -1,5 +1,5 @@
 -- Issue 13: acquire, renew and release change the lease row directly (src/store/row.c), with the
--- outcome of lease/lease.c's statements.  The direct path must keep the primary key complete when a new
+-- outcome of store/rule.c's statements.  The direct path must keep the primary key complete when a new
 -- version does not fit on its page, and must give way to the statements when a superuser has
 -- given fencelock.lease an index or a trigger it does not maintain or fire itself.
 \set VERBOSITY terse

@@ -1,4 +1,4 @@
--- The direct path (src/store/row.c) stores the values it computes as they are; lease/lease.c's
+-- The direct path (src/store/row.c) stores the values it computes as they are; store/rule.c's
 -- statements coerce each value to its column's declared type, type modifier included.  When a
 -- superuser has given a column of fencelock.lease a type modifier, the direct path must give way.
 \set VERBOSITY terse

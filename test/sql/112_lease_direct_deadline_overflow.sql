@@ -1,4 +1,4 @@
--- The grant's statement (lease/lease.c, GRANT_WHERE_V2) adds a lease's lock_delay to its deadline only
+-- The grant's statement (store/rule.c, GRANT_WHERE_V2) adds a lease's lock_delay to its deadline only
 -- when the row is held by another owner: a free row, or one of the same owner, is grantable
 -- before that sum is evaluated.  The direct path (src/store/row.c) must evaluate the rule in the
 -- same order: a row whose deadline plus lock_delay is out of range (written by hand or restored)

@@ -1,4 +1,4 @@
--- The direct path (src/store/row.c) changes one row of fencelock.lease itself; lease/lease.c's UPDATE
+-- The direct path (src/store/row.c) changes one row of fencelock.lease itself; store/rule.c's UPDATE
 -- statements name the table without ONLY.  When a superuser has made fencelock.lease a partition,
 -- the statement checks the partition constraint on the new version; when fencelock.lease has
 -- inheritance children, the statement updates their matching rows too.  The direct path must

@@ -1,4 +1,4 @@
--- The direct path (src/store/row.c) must refuse what lease/lease.c's UPDATE statements refuse: the
+-- The direct path (src/store/row.c) must refuse what store/rule.c's UPDATE statements refuse: the
 -- executor checks, before changing a row, that a table which publishes updates can be
 -- replicated (CheckCmdReplicaIdentity): it needs a replica identity, and the publication's row
 -- filter and column list must fit it.  A direct change that skipped the check would write

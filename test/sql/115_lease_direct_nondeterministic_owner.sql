@@ -1,5 +1,5 @@
 -- Issue 20, defect 14: the direct lease-row path (src/store/row.c) compared owners byte by byte,
--- while the statements of src/lease/lease.c compare them with the owner column's collation.  When a
+-- while the statements of src/store/rule.c compare them with the owner column's collation.  When a
 -- superuser gave owner a nondeterministic (here case-insensitive) collation, the two disagreed:
 -- 'ALICE' re-acquiring alice's live lease got NULL in READ COMMITTED (the direct path: another
 -- owner's lease) and alice's fence in REPEATABLE READ (the statement: the same owner).  Both now

@@ -1,6 +1,6 @@
 -- Issue 20, item 3 (the direct path and the statements must agree): more of what a superuser can
 -- do to fencelock.lease, where changing the row directly (src/store/row.c, READ COMMITTED) would not
--- be what lease/lease.c's statements do (REPEATABLE READ here).  Each time the direct path now gives
+-- be what store/rule.c's statements do (REPEATABLE READ here).  Each time the direct path now gives
 -- way, and both levels give the statement's answer; before, READ COMMITTED granted, renewed or
 -- released where the statement refuses:
 --   - an identity column: UPDATE may not set it (428C9);

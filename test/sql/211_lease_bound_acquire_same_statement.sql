@@ -11,7 +11,7 @@ CREATE TABLE same_stmt (id int PRIMARY KEY, lease text, v text, fence bigint);
 CREATE TRIGGER fence BEFORE INSERT OR UPDATE OR DELETE ON same_stmt FOR EACH ROW
     EXECUTE FUNCTION fencelock.fence_trigger('fence', 'lease_column=lease');
 
--- A purge floor of 10, so that a lease granted for the first time gets 11: lease/lease.c raises the new
+-- A purge floor of 10, so that a lease granted for the first time gets 11: store/fence.c raises the new
 -- row's fence in a second change, whose version the check must read.
 SELECT fencelock.acquire('floor', 'x', '1 hour') AS fence;
 UPDATE fencelock.lease SET fence = 10 WHERE resource = 'floor';
