@@ -36,6 +36,17 @@ REGRESS = $(foreach t,$(sort $(basename $(notdir $(wildcard $(srcdir)/test/sql/*
 REGRESS_OPTS = --inputdir=$(srcdir)/test --load-extension=fencelock
 ISOLATION = $(sort $(basename $(notdir $(wildcard $(srcdir)/test/specs/*.spec))))
 ISOLATION_OPTS = --inputdir=$(srcdir)/test --load-extension=fencelock
+# installcheck needs no running server: pg_regress starts a temporary instance of the installed
+# one (initdb, then its own socket directory) with test/fencelock.conf's settings (the library
+# preloaded), as pg_cron's tests do.  Run it as any user but root, who may write here (initdb
+# refuses root): runuser -u postgres -- make installcheck.  FL_TEMP_PORT=N: the instance's port
+# (pg_regress picks one otherwise).  FL_USE_RUNNING=1: the running server PGHOST/PGPORT name
+# instead, started with test/fencelock.conf (scripts/test.sh's cluster, Debian's pg_virtualenv).
+ifndef FL_USE_RUNNING
+fl_temp_opts = --temp-config=$(srcdir)/test/fencelock.conf $(if $(FL_TEMP_PORT),--port=$(FL_TEMP_PORT))
+REGRESS_OPTS += --temp-instance=./tmp_check $(fl_temp_opts)
+ISOLATION_OPTS += --temp-instance=./tmp_check_iso $(fl_temp_opts)
+endif
 TAP_TESTS = 1
 
 PG_CONFIG ?= pg_config
@@ -50,6 +61,17 @@ include $(PGXS)
 # (prove runs in srcdir: PGXS's prove_installcheck changes into it.)
 PROVE_TESTS = $(patsubst $(srcdir)/%,%,$(sort $(wildcard $(srcdir)/test/t/*.pl)))
 PROVE_FLAGS += -I $(abspath $(srcdir))/test/perl $(if $(PROVE_JOBS),-j $(PROVE_JOBS))
+
+# The temporary instance's initdb refuses root: say so before pg_regress starts it.
+ifndef FL_USE_RUNNING
+installcheck: fl-not-root
+.PHONY: fl-not-root
+fl-not-root:
+	@if [ "$$(id -u)" -eq 0 ]; then \
+		echo "make installcheck starts a server of its own, which root may not: run it as a user who may write here (runuser -u postgres -- make installcheck), or with FL_USE_RUNNING=1 against a server started with test/fencelock.conf" >&2; \
+		exit 1; \
+	fi
+endif
 
 # Out of the tree: the build directory's src/ and bin/ for the objects.
 ifdef VPATH

@@ -30,7 +30,7 @@ deb: fl-package-versions
 			(cd '$(srcdir)' && xargs -0 cp -d --parents -t '$(DEB_OUTDIR)/src/fencelock-$(EXTVERSION)'); \
 	else \
 		tar -C '$(srcdir)' --exclude='./debs' --exclude='*.o' --exclude='*.bc' --exclude='*.so' \
-			--exclude='./results' --exclude='./tmp_check' --exclude='./output_iso' -cf - . | \
+			--exclude='./results' --exclude='./tmp_check' --exclude='./tmp_check_iso' --exclude='./output_iso' -cf - . | \
 			tar -C '$(DEB_OUTDIR)/src/fencelock-$(EXTVERSION)' -xf -; \
 	fi
 	cd '$(DEB_OUTDIR)/src/fencelock-$(EXTVERSION)' && rm -f bin/fencelock-run bin/fencelock-run.1 && \

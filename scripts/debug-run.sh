@@ -113,7 +113,7 @@ for s in "${suites[@]}"; do
 	[ "$s" = regress ] && args+=(ISOLATION=) || args+=(REGRESS=)
 	echo "== 18-debug $mode: $s"
 	fl_as_pg env PGOPTIONS="${PGOPTIONS:-}" PGISOLATIONTIMEOUT="${PGISOLATIONTIMEOUT:-}" \
-		make -C "$tree" -s PG_CONFIG="$PG_BIN/pg_config" installcheck TAP_TESTS= "${args[@]}" \
+		make -C "$tree" -s PG_CONFIG="$PG_BIN/pg_config" installcheck FL_USE_RUNNING=1 TAP_TESTS= "${args[@]}" \
 		>"$work/$s.log" 2>&1 || tests_failed+=("$s")
 	cat "$work/$s.log"
 	for d in "$tree/regression.diffs" "$tree/output_iso/regression.diffs"; do

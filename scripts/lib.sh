@@ -53,8 +53,10 @@ fl_as_pg() {
 }
 
 # fl_cluster_init DIR PORT [extra postgresql.conf lines...]: a throwaway cluster's data directory
-# in DIR, listening only on a socket in DIR (not started).  Sets PGHOST, PGPORT, PGUSER,
-# PGDATABASE for what follows.
+# in DIR, listening only on a socket in DIR (not started), with test/fencelock.conf's settings
+# (the library preloaded: make installcheck's temporary instance has the same).  Sets PGHOST,
+# PGPORT, PGUSER, PGDATABASE for what follows.
+FL_TEST_CONF=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)/test/fencelock.conf
 fl_cluster_init() {
 	local dir=$1 port=$2
 	shift 2
@@ -65,8 +67,7 @@ fl_cluster_init() {
 		echo "listen_addresses = ''"
 		echo "unix_socket_directories = '$dir'"
 		echo "port = $port"
-		echo "shared_preload_libraries = 'fencelock'"
-		echo "max_prepared_transactions = 10"
+		cat "$FL_TEST_CONF"
 		for line in "$@"; do echo "$line"; done
 	} | fl_as_pg tee -a "$dir/data/postgresql.conf" >/dev/null
 	export PGHOST=$dir PGPORT=$port PGUSER=postgres PGDATABASE=postgres

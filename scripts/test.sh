@@ -147,8 +147,10 @@ run_major() {
 		local name=$1 okp=$2 badp=$3 status=0 t=$SECONDS d ok bad
 		shift 3
 		echo "== pg $major $name"
+		# FL_USE_RUNNING=1: against the cluster started below (test/fencelock.conf's settings,
+		# as make installcheck's own temporary instance has), which the other parts use too.
 		fl_as_pg env PG_TEST_PORT_DIR="$PG_TEST_PORT_DIR" make -C "$tree" -s \
-			PG_CONFIG="$PG_BIN/pg_config" installcheck "$@" >"$dir/$name.log" 2>&1 || status=$?
+			PG_CONFIG="$PG_BIN/pg_config" installcheck FL_USE_RUNNING=1 "$@" >"$dir/$name.log" 2>&1 || status=$?
 		cat "$dir/$name.log"
 		for d in "$tree/regression.diffs" "$tree/output_iso/regression.diffs"; do
 			[ "$status" -eq 0 ] || [ ! -s "$d" ] || { echo "---- $d"; head -200 "$d"; }
