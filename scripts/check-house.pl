@@ -1,12 +1,13 @@
 #!/usr/bin/perl
-# check-house.pl TREE [SRCDIR]: the structure src/README.md and doc/design.md promise, checked on a
-# built tree: its objects TREE/src/**/*.o (read with nm) and its sources SRCDIR/src/**/*.[ch]
-# (SRCDIR is TREE unless a VPATH build names its source tree).  A file is named by its path under
-# src/ (store/rule.c); the assembly's files are the top-level ones (fencelock.c, shmem.h).
+# check-house.pl TREE [SRCDIR]: the structure doc/design.md promises, checked on a built tree: its
+# objects TREE/src/**/*.o (read with nm) and its sources SRCDIR/src/**/*.[ch] (SRCDIR is TREE
+# unless a VPATH build names its source tree).  A file is named by its path under src/
+# (store/rule.c); the assembly's files are the top-level ones (fencelock.c, shmem.h).
 #
 #   - calls go down @ORDER below: a file may call a file of its own folder or of a folder below
 #     it; siblings (folders on one row) do not call each other, and no folder calls into the
-#     assembly.  A call is an undefined text symbol of one object that another object defines as
+#     assembly (whose own files may call each other: fencelock.c calls shmem.c).  A folder that
+#     @ORDER does not name is a finding.  A call is an undefined text symbol of one object that another object defines as
 #     text (a call or a function's address); a use of another file's read-only data (a const
 #     table) counts as a call.  The finding names the symbol;
 #   - includes go down the same order: every #include "..." of src/**/*.[ch] that names a file of
@@ -83,20 +84,20 @@ sub against_order {
 
 # Symbols, from nm's System V format (its section tells .data.rel.ro from writable data).
 my (%text, %rodata, %rwdata, %uses);    # file => {symbol => 1}
-for my $f (sort keys %objs) {
-	(my $c = $f) =~ s/\.o$/.c/;
-	$text{$c} = {};
-	open(my $nm, '-|', 'nm', '-f', 'sysv', $objs{$f}) or die "check-house: nm $objs{$f}: $!\n";
-	while (<$nm>) {
-		my ($sym, undef, $class, undef, undef, undef, $section) = map { s/^\s+|\s+$//gr } split /\|/, $_, -1;
-		next unless defined $section && $class =~ /^[A-Z]$/;
-		if ($class eq 'T') { $text{$c}{$sym} = 1 }
-		elsif ($class eq 'U') { $uses{$c}{$sym} = 1 }
-		elsif ($class eq 'R' || ($class eq 'D' && $section =~ /^\.data\.rel\.ro/)) { $rodata{$c}{$sym} = 1 }
-		elsif ($class =~ /^[BDCGS]$/) { $rwdata{$c}{$sym} = 1 }
-	}
-	close $nm or die "check-house: nm $objs{$f} failed\n";
+my %obj_name = map { $objs{$_} => $_ =~ s/\.o$/.c/r } keys %objs;
+$text{$_} = {} for values %obj_name;
+open(my $nm, '-|', 'nm', '-f', 'sysv', map { $objs{$_} } sort keys %objs) or die "check-house: nm: $!\n";
+my $c;
+while (<$nm>) {
+	if (/^Symbols from (.*):$/) { $c = $obj_name{$1} // die "check-house: nm names $1\n"; next }
+	my ($sym, undef, $class, undef, undef, undef, $section) = map { s/^\s+|\s+$//gr } split /\|/, $_, -1;
+	next unless defined $c && defined $section && $class =~ /^[A-Z]$/;
+	if ($class eq 'T') { $text{$c}{$sym} = 1 }
+	elsif ($class eq 'U') { $uses{$c}{$sym} = 1 }
+	elsif ($class eq 'R' || ($class eq 'D' && $section =~ /^\.data\.rel\.ro/)) { $rodata{$c}{$sym} = 1 }
+	elsif ($class =~ /^[BDCGS]$/) { $rwdata{$c}{$sym} = 1 }
 }
+close $nm or die "check-house: nm failed\n";
 my (%text_owner, %ro_owner, %rw_owners);
 for my $f (keys %text) { $text_owner{$_} = $f for keys %{ $text{$f} } }
 for my $f (keys %rodata) { $ro_owner{$_} = $f for keys %{ $rodata{$f} } }
