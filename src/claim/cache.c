@@ -63,7 +63,7 @@ task_relcache_cb(Datum arg, Oid relid)
 	{
 		if (relid == InvalidOid && discarding(tt))
 			continue;
-		if (relid == InvalidOid || tt->relid == relid || relid == fl_task_tables_relid)
+		if (relid == InvalidOid || tt->relid == relid || relid == fl_task_tables_oid())
 			tt->valid = false;
 		for (int i = 0; tt->valid && i < tt->nparts; i++)
 			if (tt->parts[i] == relid)
@@ -395,12 +395,12 @@ fl_task_run(TaskTable *tt, TaskStmt stmt, int nargs, const Oid *argtypes, Datum 
 {
 	SPIPlanPtr plan = task_plan(tt, stmt, nargs, argtypes);
 	const char *sql = tt->sql[stmt]; /* kept (retired) until busy is 0 again, like the plan */
-	Oid own = fl_task_own_relid;
+	Oid own;
 	int rc;
 
 	tt->busy++;
 	/* The wake trigger ignores our statements (fail announces its rows itself). */
-	fl_task_own_relid = tt->relid;
+	own = fl_task_wait_set_own(tt->relid);
 	PG_TRY();
 	{
 		rc = SPI_execute_plan(plan, values, nulls, false, 0);
@@ -408,7 +408,7 @@ fl_task_run(TaskTable *tt, TaskStmt stmt, int nargs, const Oid *argtypes, Datum 
 	PG_FINALLY();
 	{
 		tt->busy--;
-		fl_task_own_relid = own;
+		(void) fl_task_wait_set_own(own);
 	}
 	PG_END_TRY();
 	(void) fl_spi_result(sql, rc);

@@ -158,7 +158,7 @@ extern bool fl_task_has_wake_trigger(Relation rel);
 extern List *fl_task_require_fence_triggers(Relation rel, const char *fence_col, LOCKMODE lockmode);
 
 /* claim/table.c: the table's row in fencelock.task_tables */
-extern Oid fl_task_tables_relid;
+extern Oid fl_task_tables_oid(void);
 extern bool fl_task_read_map(Oid relid, TaskMap *map, Oid *claim_index);
 extern void fl_task_write_map(Oid relid, const TaskMap *map, Oid claim_index, const Datum *policy);
 extern void fl_task_tables_dropped(void);

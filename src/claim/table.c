@@ -55,7 +55,7 @@ const TaskColSpec fl_task_cols[NUM_TASK_COLS] = {
  * fencelock.task_tables itself: a change of its definition (ALTER EXTENSION ... UPDATE adds
  * columns) makes every table's statements and mapping be read again (claim/cache.c).
  */
-Oid fl_task_tables_relid = InvalidOid;
+static Oid task_tables_relid = InvalidOid;
 
 /* Statements on fencelock.task_tables, run as the extension's owner. */
 static FlStmt map_select = {
@@ -345,8 +345,18 @@ task_tables_v030(Oid nsp)
 {
 	Oid rel = get_relname_relid("task_tables", nsp);
 
-	fl_task_tables_relid = rel;
+	task_tables_relid = rel;
 	return OidIsValid(rel) && get_attnum(rel, "backoff_jitter") != InvalidAttrNumber;
+}
+
+/*
+ * fencelock.task_tables's OID as this backend last looked it up (InvalidOid before): its relcache
+ * invalidation makes the cache read every table again.
+ */
+Oid
+fl_task_tables_oid(void)
+{
+	return task_tables_relid;
 }
 
 /*

@@ -6,7 +6,7 @@
  * REFERENCING NEW TABLE counts the inserted rows that are claimable (ready, and due: the trigger's
  * arguments name the state and run_after columns).  AFTER UPDATE counts each UPDATE statement as
  * one wake-up of unknown size, except the statements of claim, heartbeat, complete and fail
- * themselves (fl_task_own_relid): claim and complete never make a row claimable, and fail
+ * themselves (fl_task_wait_set_own): claim and complete never make a row claimable, and fail
  * announces the row it makes ready at once itself (fl_task_wake_pending).  A row trigger would
  * know each updated row, but measured 17 000 instructions per UPDATE (its WHEN clause is read
  * from text and compiled for every statement), 8 % of a claim + complete cycle; a transition
@@ -85,8 +85,8 @@ typedef struct TaskWaiters
 static TaskWaiters *task_waiters = NULL;
 static bool exit_callback_set = false;
 
-/* The task table whose statements claim/claim.c runs now: its wake trigger counts nothing. */
-Oid fl_task_own_relid = InvalidOid;
+/* The task table whose statements claim runs now: its wake trigger counts nothing. */
+static Oid task_own_relid = InvalidOid;
 
 /* Rows made claimable by this transaction, per table and subtransaction level. */
 typedef struct PendingWake
@@ -435,6 +435,16 @@ count_claimable(TriggerData *td)
 	return n;
 }
 
+/* Claim's statements on RELID run now (InvalidOid: none run); returns the table set before. */
+Oid
+fl_task_wait_set_own(Oid relid)
+{
+	Oid before = task_own_relid;
+
+	task_own_relid = relid;
+	return before;
+}
+
 /*
  * The wake triggers: AFTER INSERT (with the new rows as a transition table) counts the rows that
  * are claimable; AFTER UPDATE counts the statement, unless it is claim/claim.c's own.
@@ -458,7 +468,7 @@ fencelock_task_wake(PG_FUNCTION_ARGS)
 		if (n > 0)
 			fl_task_wake_pending(relid, n, td->tg_newtable == NULL || td->tg_trigger->tgnargs < 1);
 	}
-	else if (relid != fl_task_own_relid)
+	else if (relid != task_own_relid)
 		fl_task_wake_pending(relid, 1, true);
 	return PointerGetDatum(NULL);
 }

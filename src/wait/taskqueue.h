@@ -8,8 +8,11 @@
 
 #include "storage/lwlock.h"
 
-/* The task table whose statements claim/claim.c runs now: its wake trigger counts nothing. */
-extern Oid fl_task_own_relid;
+/*
+ * The task table whose statements claim runs now (InvalidOid: none): its wake trigger counts
+ * nothing.  Returns the table set before, to be set again afterwards.
+ */
+extern Oid fl_task_wait_set_own(Oid relid);
 
 /* Shared memory (shmem.c): the size to request, and attaching under AddinShmemInitLock */
 extern Size fl_task_wait_shmem_size(int nslots);
