@@ -99,7 +99,7 @@ fl_renew_sql(FunctionCallInfo fcinfo, FlApi api, bool named)
 	PG_RETURN_BOOL(done);
 }
 
-bool
+static bool
 fl_release(text *resource, text *owner, const int64 *grant, FlApi api)
 {
 	const char *mode;

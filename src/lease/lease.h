@@ -1,7 +1,7 @@
 /*
  * lease/lease.h — the lease API's parts, for one another: one attempt at a grant and its side
- * effects (lease/grant.c), the waiting loop (lease/wait.c), a release (lease/lease.c).  The
- * request and the grant (FlRequest, FlGrant) are the store's (store/rule.h).
+ * effects (lease/grant.c), and the waiting loop (lease/wait.c).  The request and the grant
+ * (FlRequest, FlGrant) are the store's (store/rule.h).
  */
 #ifndef FENCELOCK_LEASE_H
 #define FENCELOCK_LEASE_H
@@ -18,8 +18,5 @@ extern void fl_try_acquire(text *resource, text *owner, const FlRequest *req, bo
 
 /* lease/wait.c */
 extern bool fl_acquire_wait(text **res, int n, text *owner, const FlRequest *req, FlGrant *grants);
-
-/* lease/lease.c */
-extern bool fl_release(text *resource, text *owner, const int64 *grant, FlApi api);
 
 #endif /* FENCELOCK_LEASE_H */
