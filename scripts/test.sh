@@ -35,6 +35,10 @@ fl_suites_of() {
 	# 18's TAP files run in the 18-debug column (the same major's source, assertions on): twice
 	# on one major was a quarter of the suite's time on two cores, and proved nothing more.
 	18) echo "regress isolation chaos fuzz" ;;
+	# make installcheck as a packager runs it: its own temporary preloaded instance (a few tests;
+	# the full suites run against this script's cluster above).  In 17's column, which is not the
+	# longest.
+	17) echo "regress isolation tap chaos fuzz installcheck" ;;
 	*) echo "regress isolation tap chaos fuzz" ;;
 	esac
 }
@@ -248,6 +252,22 @@ run_major() {
 		tap)
 			suite tap '\.\. ok$' '\.\. (Dubious|Failed)|^t.*\.pl \(Wstat' REGRESS= ISOLATION= \
 				PROVE_JOBS="${FENCELOCK_PROVE_JOBS:-2}"
+			;;
+		installcheck)
+			# No FL_USE_RUNNING: pg_regress starts a server of its own with test/fencelock.conf
+			# (503 needs the library preloaded), on a port of its own near this major's.
+			echo "== pg $major installcheck (temporary instance)"
+			local status=0 ok bad
+			t=$SECONDS
+			fl_as_pg make -C "$tree" -s PG_CONFIG="$PG_BIN/pg_config" installcheck \
+				REGRESS="101_lease_api 503_resource_stats" ISOLATION=wait_release_wakes TAP_TESTS= \
+				FL_TEMP_PORT=$((port + 100)) >"$dir/installcheck.log" 2>&1 || status=$?
+			cat "$dir/installcheck.log"
+			ok=$(grep -cE "$ok_re" "$dir/installcheck.log" || true)
+			bad=$(grep -cE "$bad_re" "$dir/installcheck.log" || true)
+			grep -q 'using temp instance' "$dir/installcheck.log" || { echo "no temporary instance"; bad=$((bad + 1)); }
+			[ "$status" -eq 0 ] || [ "$bad" -gt 0 ] || bad=1
+			tally installcheck "$status" "$ok" "$bad" $((SECONDS - t)) "$dir/installcheck.log"
 			;;
 		chaos)
 			[ -f "$tree/test/chaos/run-short.sh" ] || continue
