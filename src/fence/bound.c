@@ -4,8 +4,8 @@
  *
  * The first lease-bound write of a transaction under a lease share-locks the lease's row and reads
  * its latest fence (fl_lease_lock, as SELECT ... FOR SHARE run as the extension's owner would): a
- * grant updates that row, so no takeover can
- * commit while this transaction is open, and a takeover that committed first is seen.  The fence
+ * grant updates that row, so no takeover can commit while this transaction is open, and a
+ * takeover that committed first is seen (the row-lock protocol, store/README.md).  The fence
  * shown is then remembered for the rest of the transaction, so later rows under the same lease cost
  * a hash lookup.  fencelock.assert_fence records its fence here too.
  *

@@ -13,10 +13,9 @@
  *
  * The holders are rows of fencelock.lease_holder, one per owner, belonging to the current group:
  * the grant that starts a group deletes the resource's old ones.  Every change to a current
- * group's holder rows is made while its lease row is locked: FOR NO KEY UPDATE (or the UPDATE of
- * that row) by grants, renewals, releases and a session's end, FOR SHARE by set_value, which
- * changes one holder's value alone.  So a grant, which counts the live holders, sees every
- * committed change, and the exit sweep never meets a locked holder row.  A holder occupies its
+ * group's holder rows is made while its lease row is locked (which operation takes which lock,
+ * in which order: the row-lock protocol, store/README.md).  So a grant, which counts the live
+ * holders, sees every committed change, and the exit sweep never meets a locked holder row.  A holder occupies its
  * share or slot while its deadline plus its lock_delay has not passed and its session (if bound)
  * lives; it may renew and release while it is in the current group and its deadline has not passed,
  * and write (a lease-bound write with its fence, assert_fence) while it is in the current group: as
