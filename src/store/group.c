@@ -15,14 +15,14 @@
  * the grant that starts a group deletes the resource's old ones.  Every change to a current
  * group's holder rows is made while its lease row is locked (which operation takes which lock,
  * in which order: the row-lock protocol, store/README.md).  So a grant, which counts the live
- * holders, sees every committed change, and the exit sweep never meets a locked holder row.  A holder occupies its
- * share or slot while its deadline plus its lock_delay has not passed and its session (if bound)
- * lives; it may renew and release while it is in the current group and its deadline has not passed,
- * and write (a lease-bound write with its fence, assert_fence) while it is in the current group: as
- * an exclusive holder's fence stays valid past its deadline until a new grant supersedes it, an
- * expired holder's does until its release, its slot's reuse or the group's end.  Each attempt
- * runs in a subtransaction that is rolled back unless it changed something, so a busy or refused
- * call keeps no row lock.
+ * holders, sees every committed change, and the exit sweep never meets a locked holder row.  A
+ * holder occupies its share or slot while its deadline plus its lock_delay has not passed and its
+ * session (if bound) lives; it may renew and release while it is in the current group and its
+ * deadline has not passed, and write (a lease-bound write with its fence, assert_fence) while it is
+ * in the current group: as an exclusive holder's fence stays valid past its deadline until a new
+ * grant supersedes it, an expired holder's does until its release, its slot's reuse or the group's
+ * end.  Each attempt runs in a subtransaction that is rolled back unless it changed something, so a
+ * busy or refused call keeps no row lock.
  *
  * The statements run as the extension's owner (base/asowner.c), every name and operator qualified.
  */
