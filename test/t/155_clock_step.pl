@@ -3,7 +3,7 @@
 # the wall clock, while the monotonic clock runs on (FAKETIME_DONT_FAKE_MONOTONIC).  The test times
 # everything on its own monotonic clock:
 #   - +60 s with a 10 s lease held: the lease is neither lost nor taken over early; a queued
-#     waiter gets it 10 s after the grant, and a 5 s wait on a held lease lasts 5 s;
+#     waiter gets it 10 s after the grant, and an 8 s wait on a held lease lasts 8 s;
 #   - -60 s with a 10 s lease held: a waiter gets it 10 s after the grant, not 70 s; a 4 s wait
 #     lasts 4 s;
 #   - a lease that has expired (its holder's renew answered false) stays expired after the -60 s
@@ -119,18 +119,18 @@ sub within
 	ok(abs($got - $want) <= 1.0, sprintf('%s: %.2f s (expected %d s ± 1 s)', $what, $got, $want));
 }
 
-# t = 0, wall clock as is: a 10 s lease, a waiter queued for it, and a 5 s wait on a lease held
+# t = 0, wall clock as is: a 10 s lease, a waiter queued for it, and an 8 s wait on a lease held
 # for 10 minutes.
 my $f_fwd = sql(q{SELECT fencelock.acquire('fwd', 'o1', '10 s')});
 my $t_fwd = elapsed();
 waiter('fwd', q{SELECT fencelock.acquire('fwd', 'o2', '1 minute', wait => '20 s')});
-waiter('wait5', q{SELECT fencelock.acquire('hold', 'o2', '1 minute', wait => '5 s') IS NULL});
+waiter('wait8', q{SELECT fencelock.acquire('hold', 'o2', '1 minute', wait => '8 s') IS NULL});
 $node->poll_query_until('postgres', q{SELECT fencelock.waiters('fwd') = 1 AND fencelock.waiters('hold') = 1})
   or die 'waiters did not queue';
 
 # +60 s, while both wait.
 step('+60');
-note(sprintf('stepped +60 s %.2f s after the wait of 5 s began', elapsed() - $bg{wait5}{started}));
+note(sprintf('stepped +60 s %.2f s after the wait of 8 s began', elapsed() - $bg{wait8}{started}));
 cmp_ok(abs(wall_offset() - 60), '<=', 2, 'the server\'s wall clock stepped forward 60 s');
 is(sql(q{SELECT fencelock.acquire('fwd', 'o3', '1 minute') IS NULL}), 't',
 	'+60 s: another owner does not take a 10 s lease 1 s after its grant');
@@ -172,8 +172,8 @@ for my $name (sort keys %bg)
 }
 within($bg{fwd}{ended} - $t_fwd, 10, 'the 10 s lease held across +60 s lasted');
 within($bg{back}{ended} - $t_back, 10, 'the 10 s lease held across -60 s lasted');
-is(${ $bg{wait5}{out} }, 't', 'the 5 s wait across +60 s ended without the lease');
-within($bg{wait5}{ended} - $bg{wait5}{started}, 5, 'the 5 s wait across +60 s lasted');
+is(${ $bg{wait8}{out} }, 't', 'the 8 s wait across +60 s ended without the lease');
+within($bg{wait8}{ended} - $bg{wait8}{started}, 8, 'the 8 s wait across +60 s lasted');
 is(${ $bg{wait4}{out} }, 't', 'the 4 s wait across -60 s ended without the lease');
 within($bg{wait4}{ended} - $bg{wait4}{started}, 4, 'the 4 s wait across -60 s lasted');
 
