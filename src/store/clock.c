@@ -172,11 +172,16 @@ floor_lifted_here(void)
 	return found;
 }
 
+/* Remember this database as lifted (once: two first calls may have lifted it at once). */
 static void
 floor_remember(void)
 {
+	bool found = false;
+
 	SpinLockAcquire(&fl_clock->mutex);
-	if (fl_clock->nlifted < FL_CLOCK_DBS)
+	for (int i = 0; i < fl_clock->nlifted && !found; i++)
+		found = fl_clock->lifted[i] == MyDatabaseId;
+	if (!found && fl_clock->nlifted < FL_CLOCK_DBS)
 		fl_clock->lifted[fl_clock->nlifted++] = MyDatabaseId;
 	SpinLockRelease(&fl_clock->mutex);
 }
