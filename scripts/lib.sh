@@ -22,7 +22,7 @@ fl_deps() {
 
 # fl_deps_common [PKG...]: what every major's run needs besides the server.
 fl_deps_common() {
-	fl_pg_apt_install libpq-dev gcc make libipc-run-perl pgbouncer "$@" || exit 1
+	fl_pg_apt_install libpq-dev gcc make libipc-run-perl pgbouncer libfaketime "$@" || exit 1
 }
 
 # Build and install the extension (and its tools) with this major's pg_config.  FL_COPT adds

@@ -171,11 +171,11 @@ fl_pg_build() {
 # ---- Debian roots (17 and 18 from Debian's binary packages) ----
 
 # What a root holds besides Debian's minimal base: the server and its PGXS tree, a compiler, and
-# what the TAP tests use (IPC::Run, pgbouncer).  MAJOR empty: a bare root (bookworm: the package
+# what the TAP tests use (IPC::Run, pgbouncer, libfaketime).  MAJOR empty: a bare root (bookworm: the package
 # smoke test installs into copies of it).
 fl_root_packages() {
 	[ -n "$1" ] || return 0
-	echo "postgresql-$1 postgresql-server-dev-$1 libpq-dev build-essential perl libipc-run-perl pgbouncer"
+	echo "postgresql-$1 postgresql-server-dev-$1 libpq-dev build-essential perl libipc-run-perl pgbouncer libfaketime"
 }
 
 fl_root_dir() { echo "$FENCELOCK_PG_CACHE/root-$1"; }

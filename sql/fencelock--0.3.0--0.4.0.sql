@@ -339,6 +339,16 @@ RETURNS pg_catalog.int8
 AS 'MODULE_PATHNAME', 'fencelock_acquire_0_4'
 LANGUAGE C VOLATILE;
 
+-- == the lease clock (issue 38) ==
+-- The clock every lease decision is taken at (src/store/clock.c): with shared_preload_libraries,
+-- the wall clock at the server's start plus the time the monotonic clock has run since, so a step
+-- of the wall clock does not move it; without, the wall clock.  Volatile, as clock_timestamp():
+-- the views compare each deadline with the clock as it reads then.
+CREATE FUNCTION fencelock.lease_clock()
+RETURNS pg_catalog.timestamptz
+AS 'MODULE_PATHNAME', 'fencelock_lease_clock'
+LANGUAGE C VOLATILE;
+
 -- leases gains value: the held grant's (NULL once it is released, expired, ended or replaced).
 -- Everyone who reads leases reads it.
 CREATE OR REPLACE VIEW fencelock.leases AS
@@ -367,7 +377,7 @@ SELECT l.resource,
                    WHERE v.resource OPERATOR(pg_catalog.=) l.resource
                      AND v.fence OPERATOR(pg_catalog.=) l.fence) END AS value
   FROM fencelock.lease AS l,
-       LATERAL (SELECT pg_catalog.clock_timestamp() AS now) AS c,
+       LATERAL (SELECT fencelock.lease_clock() AS now) AS c,
        LATERAL (SELECT l.owner IS NOT NULL
                    AND (l.session_id IS NULL OR fencelock.session_alive(l.session_id)) AS live) AS s;
 
@@ -447,7 +457,7 @@ SELECT h.resource,
   FROM fencelock.lease_holder AS h
   JOIN fencelock.lease AS l ON l.resource OPERATOR(pg_catalog.=) h.resource
                            AND l.owner OPERATOR(pg_catalog.=) '',
-       LATERAL (SELECT pg_catalog.clock_timestamp() AS now) AS c,
+       LATERAL (SELECT fencelock.lease_clock() AS now) AS c,
        LATERAL (SELECT h.expires_at OPERATOR(pg_catalog.>) c.now
                    AND (h.session_id IS NULL OR fencelock.session_alive(h.session_id)) AS live) AS s;
 GRANT SELECT ON fencelock.lease_holders TO PUBLIC;
@@ -486,7 +496,7 @@ SELECT l.resource,
                             AND h.permits IS NOT NULL) THEN 'permit'
             ELSE 'shared' END AS mode
   FROM fencelock.lease AS l,
-       LATERAL (SELECT pg_catalog.clock_timestamp() AS now) AS c,
+       LATERAL (SELECT fencelock.lease_clock() AS now) AS c,
        LATERAL (SELECT l.owner IS NOT NULL
                    AND (l.session_id IS NULL OR fencelock.session_alive(l.session_id)) AS live) AS s;
 
@@ -577,6 +587,7 @@ DECLARE
         ['resource_privileges', NULL],
         ['lease_value', NULL],
         ['lease_holder', NULL],
+        ['lease_clock()', NULL],
         -- the administrators': as a fresh install
         ['raise_fences(bigint)', NULL],
         ['grant_resources(text, regrole)', NULL],

@@ -14,6 +14,7 @@
  *                resource stats"; none with fencelock.max_resources = 0)
  *   lease/session.c    the ids of sessions that bind leases ("fencelock sessions")
  *   wait/taskqueue.c   the waiting claims ("fencelock task waits")
+ *   store/clock.c      the lease clock's anchor ("fencelock lease clock")
  *
  * The last three have one slot per PGPROC a backend can own (fl_shmem_nslots), indexed by
  * FL_MY_PROCNO.  Every part is attached, or none; a part knows whether it is from its own
@@ -44,6 +45,8 @@
  *    own backend: set when the session registers, cleared at its end under the slot's spinlock,
  *    which also guards the record of ended sessions (assignments only: nothing under it can
  *    fail).  next_serial is an atomic.
+ *  - The lease clock takes no LWLock: its anchor is written once, its base only grows by
+ *    compare-and-swap, and its list of lifted databases is guarded by its spinlock.
  *  - Order: a backend holds at most one of the tranche's locks at a time.  The only locks taken
  *    under one are PostgreSQL's own, under FL_LOCK_PREPARED: settling holds XactTruncationLock
  *    shared, so that the commit log it reads is not truncated meanwhile, and reads transactions'
@@ -54,6 +57,7 @@
 
 #include "miscadmin.h"
 #include "observe/resstats.h"
+#include "store/clock.h"
 #include "store/sessionslot.h"
 #include "shmem.h"
 #include "observe/stats.h"
@@ -103,6 +107,7 @@ fl_shmem_request(void)
 	RequestAddinShmemSpace(fl_session_shmem_size(nslots));
 	RequestAddinShmemSpace(fl_task_wait_shmem_size(nslots));
 	RequestAddinShmemSpace(fl_resstats_shmem_size());
+	RequestAddinShmemSpace(fl_clock_shmem_size());
 	RequestNamedLWLockTranche(FL_TRANCHE, FL_NUM_LOCKS);
 }
 
@@ -136,6 +141,7 @@ fl_shmem_startup(void)
 	fl_session_shmem_attach(nslots);
 	fl_task_wait_shmem_attach(nslots, fl_lock(locks, FL_LOCK_TASK_WAITS));
 	fl_resstats_shmem_attach(fl_lock(locks, FL_LOCK_RESOURCES));
+	fl_clock_shmem_attach();
 	LWLockRelease(AddinShmemInitLock);
 }
 

@@ -17,6 +17,7 @@
 #include "access/xact.h"
 #include "base/args.h"
 #include "base/asowner.h"
+#include "base/monotonic.h"
 #include "catalog/pg_type.h"
 #include "claim/claim.h"
 #include "fencelock.h"
@@ -288,7 +289,7 @@ static void
 claim_waiting(Oid relid, ReturnSetInfo *rsinfo, text *worker, int64 ttl, int32 max_rows,
 			  int64 wait_us, Datum *row, bool *rownulls)
 {
-	TimestampTz deadline = GetCurrentTimestamp() + wait_us;
+	int64 deadline = fl_mono_us() + wait_us; /* the monotonic clock: the wall clock may step */
 	TaskTable *tt = fl_task_table(relid);
 	int64 marked;
 	volatile int64 claimed = 0;
@@ -316,12 +317,12 @@ claim_waiting(Oid relid, ReturnSetInfo *rsinfo, text *worker, int64 ttl, int32 m
 	{
 		for (;;)
 		{
-			TimestampTz now;
+			int64 now;
 
 			claimed = claim_attempt(relid, rsinfo, worker, ttl, max_rows, row, rownulls, &marked);
 			if (claimed > 0 || marked > 0)
 				break;
-			now = GetCurrentTimestamp();
+			now = fl_mono_us();
 			if (now >= deadline)
 				break;
 			fl_task_wait_sleep(

@@ -38,6 +38,7 @@
 #include "utils/builtins.h"
 #include "utils/inval.h"
 #include "utils/syscache.h"
+#include "store/clock.h"
 #include "utils/timestamp.h"
 #include "wait/leasequeue.h"
 
@@ -168,7 +169,7 @@ void
 fl_try_acquire(text *resource, text *owner, const FlRequest *req, bool want_expiry, bool nowait,
 			   FlGrant *g)
 {
-	FlAttempt a = {.now = GetCurrentTimestamp(),
+	FlAttempt a = {.now = fl_lease_now(),
 				   .holder = fl_holder_name(),
 				   .nowait = nowait,
 				   .want_expiry = want_expiry};

@@ -29,6 +29,7 @@
 #include "utils/builtins.h"
 #include "utils/inval.h"
 #include "utils/syscache.h"
+#include "store/clock.h"
 #include "utils/timestamp.h"
 #include "wait/leasequeue.h"
 
@@ -54,7 +55,7 @@ static int64
 fl_owner_update(text *resource, text *owner, const int64 *grant, int64 ttl, bool release, FlApi api,
 				const char **mode, int *slot)
 {
-	TimestampTz now = GetCurrentTimestamp();
+	TimestampTz now = fl_lease_now();
 	int64 fence = fl_lease_owner_change(resource, owner, grant, now, now + ttl, release, api);
 
 	*mode = NULL;
@@ -91,8 +92,7 @@ fl_renew_sql(FunctionCallInfo fcinfo, FlApi api, bool named)
 	if (done)
 	{
 		fl_count_at_commit(FL_RENEWALS, 1);
-		fl_count_resource_at_commit(resource, FL_RES_RENEW, fence, 0, GetCurrentTimestamp() + ttl,
-									false);
+		fl_count_resource_at_commit(resource, FL_RES_RENEW, fence, 0, fl_lease_now() + ttl, false);
 	}
 	else
 		fl_count(FL_RENEWALS_REFUSED, 1);
@@ -115,7 +115,7 @@ fl_release(text *resource, text *owner, const int64 *grant, FlApi api)
 	}
 	fl_grant_released(resource, fence);
 	fl_count_at_commit(FL_RELEASES, 1);
-	fl_count_resource_at_commit(resource, FL_RES_RELEASE, fence, GetCurrentTimestamp(), 0, false);
+	fl_count_resource_at_commit(resource, FL_RES_RELEASE, fence, fl_lease_now(), 0, false);
 	if (fencelock_notify)
 		fl_notify_holder("released", resource, fence, NameStr(*fl_holder_name()), NULL, mode, slot);
 	/* The next waiter may try once this transaction commits. */
@@ -311,7 +311,7 @@ static Datum
 fl_purge_sql(FunctionCallInfo fcinfo, FlApi api)
 {
 	Interval *idle;
-	TimestampTz now = GetCurrentTimestamp();
+	TimestampTz now = fl_lease_now();
 	TimestampTz cutoff;
 	int64 purged;
 

@@ -18,6 +18,7 @@
 #include "observe/stats.h"
 #include "store/timeline.h"
 #include "utils/builtins.h"
+#include "store/clock.h"
 #include "utils/timestamp.h"
 #include "wait/leasequeue.h"
 
@@ -27,7 +28,7 @@ Datum
 fencelock_revoke(PG_FUNCTION_ARGS)
 {
 	text *resource = fl_arg_resource(fcinfo, 0);
-	TimestampTz now = GetCurrentTimestamp();
+	TimestampTz now = fl_lease_now();
 	char *role = GetUserNameFromId(GetUserId(), false);
 	int64 fence = 0;
 	bool found = fl_lease_revoke(resource, now, &fence);

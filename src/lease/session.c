@@ -84,6 +84,7 @@
 #include "utils/lsyscache.h"
 #include "utils/memutils.h"
 #include "utils/snapmgr.h"
+#include "store/clock.h"
 #include "utils/timestamp.h"
 #include "wait/leasequeue.h"
 
@@ -328,7 +329,7 @@ fl_session_exit(int code, Datum arg)
 
 	if (my_session_id == 0)
 		return;
-	now = GetCurrentTimestamp();
+	now = fl_lease_clock_read();
 	if (fl_session_resource_count() > 0 && IsUnderPostmaster && OidIsValid(MyDatabaseId) &&
 		!RecoveryInProgress())
 		fl_session_release_rows(now);
@@ -345,7 +346,7 @@ static void
 fl_session_backstop(int code, Datum arg)
 {
 	if (my_session_id != 0)
-		fl_session_end_slot(GetCurrentTimestamp());
+		fl_session_end_slot(fl_lease_clock_read());
 }
 
 /*
@@ -467,7 +468,7 @@ fl_session_prune(void)
 
 	values[0] = fl_session_resource_array();
 	values[1] = Int64GetDatum(my_session_id);
-	values[2] = TimestampTzGetDatum(GetCurrentTimestamp());
+	values[2] = TimestampTzGetDatum(fl_lease_now());
 	fl_begin(&s);
 	rows = fl_run(&session_bound[my_session_holders], values, NULL, false);
 	hash_seq_init(&seq, my_session_resources);

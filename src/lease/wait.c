@@ -9,11 +9,16 @@
  * queue per resource and only the oldest one tries, woken by a release or by its own timer at the
  * holder's deadline; without it, each waiter polls with a jittered backoff capped by the holder's
  * remaining lease.  A sleeping waiter checks that its client is still connected.
+ *
+ * Time: a wait's deadline and its sleeps are measured on the monotonic clock (base/monotonic.h),
+ * so that `wait => '5 s'` waits 5 s whatever the wall clock does; a holder's deadline, read from
+ * its row, is a moment of the lease clock (store/clock.c) and is compared with that clock.
  */
 #include "postgres.h"
 
 #include "access/xact.h"
 #include "base/asowner.h"
+#include "base/monotonic.h"
 #include "common/pg_prng.h"
 #include "compat.h"
 #include "fencelock.h"
@@ -24,6 +29,7 @@
 #include "settings.h"
 #include "observe/stats.h"
 #include "storage/latch.h"
+#include "store/clock.h"
 #include "tcop/tcopprot.h"
 #include "utils/builtins.h"
 #include "utils/memutils.h"
@@ -39,16 +45,19 @@
 /* How often a sleeping waiter looks whether its client is still there. */
 #define FL_CHECK_CLIENT_MS 200
 
-/* How long until the next attempt, unless a wake-up comes first. */
+/*
+ * How long until the next attempt, unless a wake-up comes first: LEFT_US until the wait's
+ * deadline, and the holder's deadline HOLDER_EXPIRES (on the lease clock; 0: unknown).
+ */
 static long
-fl_sleep_ms(TimestampTz now, TimestampTz deadline, TimestampTz holder_expires, long *backoff_ms)
+fl_sleep_ms(int64 left_us, TimestampTz holder_expires, long *backoff_ms)
 {
-	int64 us = deadline - now;
+	int64 us = left_us;
 
 	if (holder_expires > 0)
 	{
 		/* Rounded up to whole ms below: the attempt comes at the deadline, never before it. */
-		int64 until_free = holder_expires - now;
+		int64 until_free = holder_expires - fl_lease_now();
 
 		us = Min(us, Max(until_free, 1000));
 	}
@@ -92,17 +101,17 @@ fl_check_client(void)
 static void
 fl_wait_turn(long ms)
 {
-	TimestampTz until = GetCurrentTimestamp() + (int64) ms * 1000;
+	int64 until = fl_mono_us() + (int64) ms * 1000;
 
 	fl_queue_prepare();
 	for (;;)
 	{
-		TimestampTz now;
+		int64 now;
 
 		fl_check_client();
 		if (fl_queue_woken())
 			break;
-		now = GetCurrentTimestamp();
+		now = fl_mono_us();
 		if (now >= until)
 			break;
 		fl_queue_sleep(Min((long) ((until - now + 999) / 1000), FL_CHECK_CLIENT_MS));
@@ -140,13 +149,14 @@ fl_queued_ahead(text *resource, text *owner, const FlRequest *req)
  * lease row (a release that has not committed yet), but no longer than until the deadline (issue
  * 22): its lock waits are bounded by lock_timeout, and a wait past it makes the resource busy.  A
  * round at the deadline (wait => '0') waits for no row lock at all (fl_try_acquire's NOWAIT).
+ * DEADLINE is on the monotonic clock.
  */
 static int
-fl_round(text **res, int n, text *owner, const FlRequest *req, bool fair, TimestampTz deadline,
+fl_round(text **res, int n, text *owner, const FlRequest *req, bool fair, int64 deadline,
 		 FlGrant *grants, TimestampTz *holder_expires)
 {
 	FlSubxact x;
-	int64 left_ms = (deadline - GetCurrentTimestamp()) / 1000;
+	int64 left_ms = (deadline - fl_mono_us()) / 1000;
 	volatile int busy = -1;
 	volatile int tried = 0;
 
@@ -219,8 +229,8 @@ fl_refuse_snapshot_wait(void)
 bool
 fl_acquire_wait(text **res, int n, text *owner, const FlRequest *req, FlGrant *grants)
 {
-	TimestampTz start = GetCurrentTimestamp();
-	TimestampTz deadline = start + req->wait;
+	int64 start = fl_mono_us(); /* the monotonic clock: the wall clock may step meanwhile */
+	int64 deadline = start + req->wait;
 	bool once = req->wait <= 0;
 	volatile bool granted = false;
 	bool waited = false;
@@ -233,7 +243,7 @@ fl_acquire_wait(text **res, int n, text *owner, const FlRequest *req, FlGrant *g
 		for (;;)
 		{
 			TimestampTz holder_expires = 0;
-			TimestampTz now;
+			int64 now;
 			int busy;
 
 			/*
@@ -262,7 +272,7 @@ fl_acquire_wait(text **res, int n, text *owner, const FlRequest *req, FlGrant *g
 					/* Before the deadline: the answer must not depend on how long the try took. */
 					if (IsolationUsesXactSnapshot())
 						fl_refuse_snapshot_wait();
-					if (GetCurrentTimestamp() >= deadline)
+					if (fl_mono_us() >= deadline)
 						break;
 					/* fencelock.max_waiters queued already: NULL at once, counted per resource */
 					if (!fl_resstats_queued(res[busy],
@@ -287,10 +297,10 @@ fl_acquire_wait(text **res, int n, text *owner, const FlRequest *req, FlGrant *g
 				}
 			}
 			retried = false;
-			now = GetCurrentTimestamp();
+			now = fl_mono_us();
 			if (now >= deadline)
 				break;
-			fl_wait_turn(fl_sleep_ms(now, deadline, holder_expires, &backoff_ms));
+			fl_wait_turn(fl_sleep_ms(deadline - now, holder_expires, &backoff_ms));
 		}
 	}
 	PG_FINALLY();
@@ -304,10 +314,12 @@ fl_acquire_wait(text **res, int n, text *owner, const FlRequest *req, FlGrant *g
 	PG_END_TRY();
 	if (waited)
 	{
-		fl_count(FL_WAIT_US, (uint64) (GetCurrentTimestamp() - start));
+		int64 waited_us = fl_mono_us() - start;
+
+		fl_count(FL_WAIT_US, (uint64) waited_us);
 		if (!granted)
 			fl_count(FL_WAIT_TIMEOUTS, 1);
-		fl_resstats_wait(waited_for, GetCurrentTimestamp() - start, granted);
+		fl_resstats_wait(waited_for, waited_us, granted);
 	}
 	return granted;
 }

@@ -16,6 +16,7 @@
 #include "store/row.h"
 #include "settings.h"
 #include "utils/builtins.h"
+#include "store/clock.h"
 #include "utils/timestamp.h"
 
 /*
@@ -139,7 +140,7 @@ fl_lease_locked_age(void)
 {
 	if (locked_acquired_at == 0)
 		return -1;
-	return Max(GetCurrentTimestamp() - locked_acquired_at, 0);
+	return Max(fl_lease_clock_read() - locked_acquired_at, 0);
 }
 
 /* ---------------------------------------------------------------------------------------------

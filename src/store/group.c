@@ -45,6 +45,7 @@
 #include "store/timeline.h"
 #include "utils/builtins.h"
 #include "utils/lsyscache.h"
+#include "store/clock.h"
 #include "utils/timestamp.h"
 
 /* The most permits a resource may have: the slots of one grant are counted in a bitmap. */
@@ -679,7 +680,7 @@ fl_group_holds(text *resource, text *owner, int64 *fence, bool *permit, int *slo
 		return false; /* a database before 0.4.0: no groups */
 	values[0] = PointerGetDatum(resource);
 	values[1] = PointerGetDatum(owner);
-	values[2] = TimestampTzGetDatum(GetCurrentTimestamp());
+	values[2] = TimestampTzGetDatum(fl_lease_now());
 	fl_begin(&s);
 	holds = fl_run(&holder_holds, values, NULL, true) == 1;
 	if (holds)
@@ -722,7 +723,7 @@ fl_group_value_set(text *resource, text *owner, Jsonb *value, int64 *fence, bool
 	{
 		values[0] = PointerGetDatum(resource);
 		values[1] = PointerGetDatum(owner);
-		values[2] = TimestampTzGetDatum(GetCurrentTimestamp());
+		values[2] = TimestampTzGetDatum(fl_lease_now());
 		if (fl_run(&group_share_held, values, NULL, false) == 1 &&
 			fl_run(&holder_holds, values, NULL, false) == 1)
 		{

@@ -41,6 +41,7 @@
 #include "utils/array.h"
 #include "utils/builtins.h"
 #include "utils/datum.h"
+#include "store/clock.h"
 #include "utils/timestamp.h"
 
 /* ---------------------------------------------------------------------------------------------
@@ -646,7 +647,7 @@ fl_lease_holds(text *resource, text *owner, int64 *fence)
 
 	values[0] = PointerGetDatum(resource);
 	values[1] = PointerGetDatum(owner);
-	values[2] = TimestampTzGetDatum(GetCurrentTimestamp());
+	values[2] = TimestampTzGetDatum(fl_lease_now());
 	fl_begin(&s);
 	holds = fl_run(&holds_select, values, NULL, true) == 1;
 	if (holds && fence != NULL)
@@ -829,7 +830,7 @@ fl_lease_raise(int64 above, void (*wake)(text *resource))
 	uint64 raised;
 
 	values[0] = Int64GetDatum(above);
-	values[1] = TimestampTzGetDatum(GetCurrentTimestamp());
+	values[1] = TimestampTzGetDatum(fl_lease_now());
 	fl_begin(&s);
 	raised = fl_run(&raise_leases, values, NULL, false);
 	for (uint64 r = 0; r < raised; r++)

@@ -17,6 +17,7 @@
 #include "storage/proc.h"
 #include "storage/shmem.h"
 #include "storage/spin.h"
+#include "store/clock.h"
 #include "utils/timestamp.h"
 
 PG_FUNCTION_INFO_V1(fencelock_session_alive);
@@ -108,7 +109,7 @@ fl_session_alive(int64 id)
 		(uint64) id <= s->ended_last)
 		until = s->held_until;
 	SpinLockRelease(&s->mutex);
-	return alive || (until != 0 && GetCurrentTimestamp() < until);
+	return alive || (until != 0 && fl_lease_clock_read() < until);
 }
 
 /* Whether the registry is in shared memory (fencelock was preloaded). */

@@ -17,6 +17,7 @@
 #include "catalog/pg_type.h"
 #include "store/value.h"
 #include "utils/lsyscache.h"
+#include "store/clock.h"
 #include "utils/timestamp.h"
 
 /* $1 resource, $2 the grant's fence, $3 value, $4 now: only over a value of that fence or older */
@@ -63,7 +64,7 @@ fl_lease_value_set(text *resource, int64 fence, Jsonb *value)
 	values[0] = PointerGetDatum(resource);
 	values[1] = Int64GetDatum(fence);
 	values[2] = PointerGetDatum(value);
-	values[3] = TimestampTzGetDatum(GetCurrentTimestamp());
+	values[3] = TimestampTzGetDatum(fl_lease_now());
 	fl_begin(&s);
 	/* An upsert refused keeps no lock on the newer holder's row (fl_run_or_undo). */
 	done = fl_run_or_undo(value != NULL ? &value_upsert : &value_delete, values, NULL);

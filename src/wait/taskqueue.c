@@ -38,6 +38,7 @@
 #include "access/htup_details.h"
 #include "access/xact.h"
 #include "base/args.h"
+#include "base/monotonic.h"
 #include "catalog/partition.h"
 #include "commands/trigger.h"
 #include "compat.h"
@@ -217,11 +218,11 @@ task_wait_take_wakeup(void)
 bool
 fl_task_wait_sleep(long timeout_ms)
 {
-	TimestampTz end = GetCurrentTimestamp() + (int64) timeout_ms * 1000;
+	int64 end = fl_mono_us() + (int64) timeout_ms * 1000;
 
 	for (;;)
 	{
-		long left = (long) ((end - GetCurrentTimestamp() + 999) / 1000);
+		long left = (long) ((end - fl_mono_us() + 999) / 1000);
 		int rc;
 
 		if (task_wait_take_wakeup())
