@@ -118,7 +118,7 @@ PY
 # S2: the holder's backends terminated: it reconnects, renews naming its fence, keeps the lease.
 s2() {
 	local st f fences
-	hold_run s2 "$lang-s2" --ttl 3 --hold 6
+	hold_run s2 "$lang-s2" --ttl 3 --hold 8
 	wait_for 'grep -qs "^acquired" "$out/s2.holder"' 100
 	f=$(acquired_fence "$out/s2.holder")
 	sleep 1
