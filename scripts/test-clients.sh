@@ -3,7 +3,7 @@
 # Node libraries installed from their packages (clients/python with pip into a venv, clients/node
 # with npm pack into an empty project), the Python, Node, Java and Go programs of examples/ (a
 # fenced job, a task-table worker, each frozen with SIGSTOP past its lease; doc/clients.md lists
-# the scenarios), the lease contract's fault scenarios S1-S5 through test/clients/faultproxy.py
+# the scenarios), the lease contract's fault scenarios S1-S6 through test/clients/faultproxy.py
 # (test/clients/scenarios.sh; the server is restarted there), and
 # contrib/prometheus/fencelock-queries.yaml through prometheus-postgres-exporter.
 #
@@ -604,7 +604,7 @@ else
 	q -c "SELECT fencelock.release('report:metrics', 'm-a')" >/dev/null
 fi
 
-# -- the lease contract's fault scenarios S1-S5 (doc/clients.md) -------------------------------
+# -- the lease contract's fault scenarios S1-S6 (doc/clients.md) -------------------------------
 # Each language's lease holder through a fault proxy of its own (ports PGPORT+2k and +2k+1; k = 1
 # python, 2 node, 3 java, 4 go), the languages side by side; test/clients/scenarios.sh lets one
 # server restart (S3) run at a time, while no other scenario runs.  Last: nothing else (JUnit,
