@@ -1,4 +1,4 @@
-package fencelock;
+package io.github.fencelock;
 
 import java.net.URLEncoder;
 import java.nio.charset.StandardCharsets;
