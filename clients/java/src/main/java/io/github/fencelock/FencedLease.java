@@ -48,9 +48,11 @@ import org.postgresql.PGConnection;
  * the lease at once.</li>
  * <li>On loss the work is told: {@link #sleep} and {@link #check} throw
  * {@link LeaseLostException}; the statement the work is running ({@link #update}, {@link #run},
- * or one {@link #register registered}) is cancelled, and if it has not returned a tenth of the ttl
- * later (at most one second; a partition keeps the cancel request from the server) the work's
- * connection is aborted; its call throws {@link LeaseLostException}. A work statement that fails
+ * or one {@link #register registered}) is cancelled ({@code pg_cancel_backend} from a connection
+ * of the lease's own: PgJDBC's {@code Statement.cancel()} keeps the connection locked until its
+ * cancel request is answered, 10 s by default in a partition), and if it has not returned a
+ * tenth of the ttl later (at most one second) its connection is aborted; its call throws
+ * {@link LeaseLostException}. A work statement that fails
  * because its connection broke waits for the watchdog's verdict: the driver's exception if the
  * lease was renewed meanwhile ({@link #connection()} opens a new connection), LeaseLostException
  * if it was lost.</li>
@@ -234,14 +236,11 @@ public final class FencedLease implements AutoCloseable {
     }
 
     /**
-     * A statement (of any connection) the lease cancels when it is lost, until the returned
+     * A statement (of any PgJDBC connection) the lease cancels when it is lost, until the returned
      * registration is closed: {@code try (var r = lease.register(st)) { st.execute(...); }}.
      */
     public AutoCloseable register(Statement st) {
         registered.add(st);
-        if (isLost()) {
-            IO.execute(() -> cancelQuietly(st));
-        }
         return () -> registered.remove(st);
     }
 
@@ -462,23 +461,52 @@ public final class FencedLease implements AutoCloseable {
         synchronized (verdict) {
             verdict.notifyAll();
         }
+        // The running statements: the work's, and those registered. Each is cancelled by
+        // pg_cancel_backend from a connection of the lease's own, not by PgJDBC's cancel request,
+        // which holds the statement's connection locked until it is answered (10 s by default,
+        // certain in a partition); and its connection is aborted if it has not returned a tenth
+        // of the ttl later (at most 1 s).
+        Set<Connection> conns = java.util.Collections.newSetFromMap(new java.util.IdentityHashMap<>());
         Connection w = work;
-        // Cancel requests travel on connections of their own: never block the watchdog on them.
+        if (running.get() > 0 && w != null) conns.add(w);
         for (Statement st : registered) {
-            IO.execute(() -> cancelQuietly(st));
+            try {
+                conns.add(st.getConnection());
+            } catch (SQLException e) {
+                // closed meanwhile
+            }
         }
-        if (running.get() > 0 && w != null) {
-            IO.execute(() -> {
-                try {
-                    w.unwrap(PGConnection.class).cancelQuery();
-                } catch (SQLException e) {
-                    // unreachable server: the abort below ends the statement
-                }
-            });
+        for (Connection c : conns) {
+            IO.execute(() -> cancelBackend(c));
             IO.execute(() -> {
                 sleepNanos(marginNanos);
-                if (running.get() > 0) abortQuietly(w);
+                if (c == work ? running.get() > 0 : registered.stream().anyMatch(st -> owns(c, st))) {
+                    abortQuietly(c);
+                }
             });
+        }
+    }
+
+    private void cancelBackend(Connection target) {
+        try {
+            int pid = target.unwrap(PGConnection.class).getBackendPID();
+            try (Connection c = db.connect()) {
+                c.setNetworkTimeout(IO, (int) Math.max(1000, TimeUnit.NANOSECONDS.toMillis(ttlNanos)));
+                try (PreparedStatement ps = c.prepareStatement("SELECT pg_catalog.pg_cancel_backend(?)")) {
+                    ps.setInt(1, pid);
+                    ps.execute();
+                }
+            }
+        } catch (SQLException e) {
+            // the server cannot be reached: the abort ends the statement
+        }
+    }
+
+    private static boolean owns(Connection c, Statement st) {
+        try {
+            return st.getConnection() == c;
+        } catch (SQLException e) {
+            return false;
         }
     }
 
@@ -506,14 +534,6 @@ public final class FencedLease implements AutoCloseable {
             TimeUnit.NANOSECONDS.sleep(nanos);
         } catch (InterruptedException e) {
             Thread.currentThread().interrupt();
-        }
-    }
-
-    private static void cancelQuietly(Statement st) {
-        try {
-            st.cancel();
-        } catch (SQLException e) {
-            // closed meanwhile, or the server cannot be reached
         }
     }
 
