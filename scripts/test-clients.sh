@@ -1,14 +1,18 @@
 #!/usr/bin/env bash
-# Client examples and monitoring, against a running throwaway cluster: the Python, Node, Java
-# and Go programs of examples/ (a fenced job, a task-table worker, each frozen with SIGSTOP past
-# its lease; doc/clients.md lists the scenarios) and contrib/prometheus/fencelock-queries.yaml
-# through prometheus-postgres-exporter.
+# Client libraries, examples and monitoring, against a running throwaway cluster: the Python and
+# Node libraries installed from their packages (clients/python with pip into a venv, clients/node
+# with npm pack into an empty project), the Python, Node, Java and Go programs of examples/ (a
+# fenced job, a task-table worker, each frozen with SIGSTOP past its lease; doc/clients.md lists
+# the scenarios), the lease contract's fault scenarios S1-S5 through test/clients/faultproxy.py
+# (test/clients/scenarios.sh; the server is restarted there), and
+# contrib/prometheus/fencelock-queries.yaml through prometheus-postgres-exporter.
 #
 # Needs PGHOST, PGPORT, PGUSER (a superuser), PGDATABASE of a cluster started with
 # shared_preload_libraries = 'fencelock' and the extension installed; creates its own database
-# fencelock_clients and role fencelock_exporter there.  Installs python3-psycopg,
-# prometheus-postgres-exporter, Java's and Go's Debian packages (apt-get, as root) and
-# examples/node's modules (npm ci) when missing; builds examples/java with Maven from
+# fencelock_clients and role fencelock_exporter there; the fault proxies listen on PGPORT+2..+9.
+# Installs python3-psycopg, python3-venv, python3-pip, python3-setuptools,
+# prometheus-postgres-exporter, Java's and Go's Debian packages (apt-get, as root) when missing;
+# builds examples/java with Maven from
 # /usr/share/maven-repo alone and examples/go in GOPATH mode (examples/go/build.sh), both in
 # the background while Python and Node run.  Prints "ok N - ..." / "not ok N - ..." per check, then "clients: N passed, M failed";
 # exit status 0 only when every check passed.
@@ -29,7 +33,7 @@ missing=()
 java_pkgs=(openjdk-17-jdk-headless maven libpostgresql-jdbc-java junit4 libmaven-compiler-plugin-java
 	libmaven-resources-plugin-java libmaven-jar-plugin-java libsurefire-java)
 go_pkgs=(golang-go golang-github-jackc-pgx-v4-dev)
-for p in python3-psycopg prometheus-postgres-exporter nodejs npm "${java_pkgs[@]}" "${go_pkgs[@]}"; do
+for p in python3-psycopg python3-venv python3-pip python3-setuptools prometheus-postgres-exporter nodejs npm "${java_pkgs[@]}" "${go_pkgs[@]}"; do
 	dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'install ok installed' || missing+=("$p")
 done
 # node and npm may come from elsewhere than Debian's packages: only install what is not there.
@@ -41,10 +45,6 @@ if [ ${#missing[@]} -gt 0 ]; then
 	apt-get update -qq
 	DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null 2>&1 ||
 		{ echo "apt-get install ${missing[*]} failed" >&2; exit 1; }
-fi
-if [ ! -f examples/node/node_modules/.package-lock.json ] ||
-	[ examples/node/package-lock.json -nt examples/node/node_modules/.package-lock.json ]; then
-	(cd examples/node && npm ci --no-audit --no-fund --silent >/dev/null) || { echo "npm ci failed" >&2; exit 1; }
 fi
 
 # -- harness -----------------------------------------------------------------------------------
@@ -113,6 +113,38 @@ INSERT INTO report_runs (resource) VALUES ('report:py'), ('report:node'), ('repo
     ('report:metrics');
 SQL
 export PGDATABASE=$DB
+
+# -- the Python and Node libraries, installed from their packages ------------------------------
+# The examples run from what was installed: Python's with the venv's interpreter (Debian's
+# psycopg through --system-site-packages), Node's copied into the project the tarball went into.
+version=$(sed -n "s/^default_version = '\(.*\)'/\1/p" fencelock.control)
+cp -r clients/python "$work/python-src" # pip builds in the tree it is given
+"$PY" -m venv --system-site-packages "$work/venv" >"$work/pip.log" 2>&1 &&
+	"$work/venv/bin/pip" install --no-build-isolation --no-index "$work/python-src" >>"$work/pip.log" 2>&1 &&
+	(cd "$work" && "$work/venv/bin/python" -c 'import fencelock, importlib.resources as r, sys
+print(fencelock.__version__, fencelock.__file__, r.files("fencelock").joinpath("py.typed").is_file())
+sys.exit(fencelock.__version__ != sys.argv[1] or "site-packages" not in fencelock.__file__
+         or not r.files("fencelock").joinpath("py.typed").is_file())' "$version") >>"$work/pip.log" 2>&1
+result "python: pip install --no-index clients/python into a venv: import fencelock $version from site-packages, typed (py.typed)" $? "$work/pip.log"
+VPY=$work/venv/bin/python
+
+app=$work/node-app
+mkdir -p "$app"
+echo '{ "name": "fencelock-app", "private": true, "type": "module" }' >"$app/package.json"
+(cd clients/node && npm pack --silent --pack-destination "$work") >"$work/npm.log" 2>&1 &&
+	(cd "$app" && npm install --prefer-offline --no-audit --no-fund --silent "$work/fencelock-$version.tgz") >>"$work/npm.log" 2>&1 &&
+	cp examples/node/*.mjs "$app/" &&
+	(cd "$app" && node --input-type=module -e '
+		import * as f from "fencelock";
+		import { readFileSync } from "node:fs";
+		const pkg = JSON.parse(readFileSync("node_modules/fencelock/package.json"));
+		const types = readFileSync("node_modules/fencelock/index.d.ts", "utf8");
+		const names = ["Lease", "withLease", "fencedStep", "query", "translate", "LeaseLost", "StaleFence", "Unfenced", "Busy"];
+		const missing = names.filter((n) => !f[n] || !types.includes(n));
+		console.log(pkg.version, Object.keys(f).join(","), missing);
+		process.exitCode = pkg.version === process.argv[1] && missing.length === 0 ? 0 : 1;' "$version") >>"$work/npm.log" 2>&1 &&
+	tar -tzf "$work/fencelock-$version.tgz" | sort | tr '\n' ' ' | tee -a "$work/npm.log" | grep -qx 'package/README.md package/index.d.ts package/index.mjs package/package.json '
+result "node: npm pack clients/node, the tarball installed into an empty project: import from \"fencelock\" $version, every export typed in index.d.ts" $? "$work/npm.log"
 
 # One walkthrough table (doc/claim.md) and one jobs table (with fail()'s columns) per language.
 make_tables() { # make_tables SUFFIX
@@ -296,9 +328,8 @@ one_step() {
 }
 
 typed_errors_py() {
-	"$PY" - <<'PY'
+	"$VPY" - <<'PY'
 import sys
-sys.path.insert(0, "examples/python")
 import psycopg, fencelock
 with psycopg.connect("", autocommit=True) as c:
     def outcome(query):
@@ -316,9 +347,9 @@ PY
 }
 
 typed_errors_node() {
-	(cd examples/node && node --input-type=module -e '
+	(cd "$app" && node --input-type=module -e '
 		import pg from "pg";
-		import { query } from "./fencelock.mjs";
+		import { query } from "fencelock";
 		const c = new pg.Client(); await c.connect();
 		const outcome = (sql) => query(c, sql).then(() => "none", (e) => e.name + (e.code ? ":" + e.code : "") + (e.cause ? "<" + e.cause.code : ""));
 		const got = [await outcome("UPDATE report_runs SET step = 0 WHERE resource = $$report:node$$"),
@@ -440,10 +471,10 @@ build_java_go &
 build_pid=$!
 
 t_start=$(now_ms)
-run_lang py "$PY examples/python/fenced_job.py" "$PY examples/python/task_worker.py"
+run_lang py "$VPY examples/python/fenced_job.py" "$VPY examples/python/task_worker.py"
 typed_errors_py >"$work/py/typed" 2>&1
 result "py: FL002 raises Unfenced, FL001 StaleFence, other errors stay psycopg's" $? "$work/py/typed"
-run_lang node "node examples/node/fenced-job.mjs" "node examples/node/task-worker.mjs"
+run_lang node "node $app/fenced-job.mjs" "node $app/task-worker.mjs"
 typed_errors_node >"$work/node/typed" 2>&1
 result "node: FL002 rejects with Unfenced, FL001 StaleFence (cause kept), other errors stay pg's" $? "$work/node/typed"
 
@@ -475,6 +506,32 @@ if [ -x examples/go/bin/fenced-job ] && [ -x examples/go/bin/task-worker ]; then
 fi
 wait "$build_pid"
 build_pid=
+
+# -- the lease contract's fault scenarios S1-S5 (doc/clients.md) -------------------------------
+# Each language's lease holder through a fault proxy of its own (ports PGPORT+2k and +2k+1; k = 1
+# python, 2 node, 3 java, 4 go), the languages side by side; test/clients/scenarios.sh lets one
+# server restart (S3) run at a time, while no other scenario runs.  After the builds: JUnit and
+# go test must not meet a restart.
+mkdir -p "$work/fault"
+scen_pids=() scen_langs=()
+scenarios() { # scenarios LANG K HOLDER...
+	local lang=$1 k=$2
+	shift 2
+	PY=$PY PG_CTL_DATA=${FENCELOCK_PGDATA:-$PGHOST/data} bash test/clients/scenarios.sh "$lang" \
+		$((PGPORT + 2 * k)) "$work/fault/$lang" "$@" >"$work/fault/$lang.log" 2>&1 &
+	scen_pids+=($!) scen_langs+=("$lang")
+}
+scenarios python 1 "$VPY" examples/python/lease_holder.py
+scenarios node 2 node "$app/lease-holder.mjs"
+wait "${scen_pids[@]}"
+for lang in "${scen_langs[@]}"; do
+	if [ ! -s "$work/fault/$lang/results" ]; then
+		result "$lang: the fault scenarios ran" 1 "$work/fault/$lang.log"
+		continue
+	fi
+	while IFS=$'\t' read -r st desc; do result "$desc" "$st"; done <"$work/fault/$lang/results"
+	[ ! -s "$work/fault/$lang/failures" ] || sed 's/^/#   /' "$work/fault/$lang/failures"
+done
 
 # -- monitoring --------------------------------------------------------------------------------
 scrape() { # scrape FILE: the exporter's /metrics into FILE

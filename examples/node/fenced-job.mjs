@@ -20,7 +20,7 @@ import { randomUUID } from 'node:crypto';
 import { parseArgs } from 'node:util';
 import { existsSync } from 'node:fs';
 import { setTimeout as pause } from 'node:timers/promises';
-import { Busy, fencedStep, Lease, LeaseLost, StaleFence } from './fencelock.mjs';
+import { Busy, fencedStep, Lease, LeaseLost, StaleFence } from 'fencelock';
 
 const { values: a } = parseArgs({
   options: {

@@ -10,7 +10,7 @@
 import { setTimeout as sleep } from 'node:timers/promises';
 import { parseArgs } from 'node:util';
 import pg from 'pg';
-import { LeaseLost, StaleFence, query } from './fencelock.mjs';
+import { LeaseLost, StaleFence, query } from 'fencelock';
 
 const { values: a } = parseArgs({
   options: {
@@ -26,6 +26,9 @@ const say = (msg) => console.log(`${a.name}: ${msg}`);
 const tbl = a.table.split('.').map(pg.escapeIdentifier).join('.');
 const ttl = `${a.ttl} s`;
 const pool = new pg.Pool({ max: 2 }); // PG* variables; autocommit unless a client says BEGIN
+// An idle connection the server ends (a restart, idle_session_timeout) is an 'error' event of the
+// pool: without a listener it would end the process.  The next query opens a new connection.
+pool.on('error', () => {});
 
 async function work(job, checkpoint, fence) {
   let step = checkpoint ? Number(checkpoint.split('-')[1]) : 0;
