@@ -107,8 +107,8 @@ type Lease struct {
 	cancel                      context.CancelFunc
 	stop, done, poke            chan struct{}
 	mu                          sync.Mutex
-	work, wd                    *pgx.Conn // wd: only the watchdog goroutine (and Release after it)
-	sentAt                      time.Time // when the grant or last successful renewal was sent
+	work, wd                    *pgx.Conn     // wd: only the watchdog goroutine (and Release after it)
+	sentAt                      time.Time     // when the grant or last successful renewal was sent
 	renewed                     chan struct{} // closed and replaced on each successful renewal
 	lost                        error
 	released                    *bool
