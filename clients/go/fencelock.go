@@ -162,9 +162,8 @@ func (l *Lease) take(ctx context.Context, wait time.Duration) error {
 		per = wait + time.Second
 	}
 	for {
-		sent := time.Now()
-		actx, cancel := context.WithDeadline(ctx, earliest(sent.Add(per), budget))
-		fence, err := l.tryAcquire(actx, wait)
+		actx, cancel := context.WithDeadline(ctx, earliest(time.Now().Add(per), budget))
+		fence, sent, err := l.tryAcquire(actx, wait)
 		cancel()
 		if err == nil && fence == nil {
 			return &Error{Kind: ErrBusy.Kind, Message: l.resource + " is held by another owner"}
@@ -182,14 +181,17 @@ func (l *Lease) take(ctx context.Context, wait time.Duration) error {
 	}
 }
 
-func (l *Lease) tryAcquire(ctx context.Context, wait time.Duration) (*int64, error) {
+// tryAcquire: the fence (nil: busy) and when the acquire was sent (the deadline counts from
+// there, not from the connecting).
+func (l *Lease) tryAcquire(ctx context.Context, wait time.Duration) (*int64, time.Time, error) {
 	if err := l.watchConn(ctx); err != nil {
-		return nil, err
+		return nil, time.Time{}, err
 	}
 	var fence *int64 // autocommit: the fence is valid once the grant has committed
+	sent := time.Now()
 	err := l.wd.QueryRow(ctx, "SELECT fencelock.acquire($1, $2, pg_catalog.make_interval(secs => $3), "+
 		"pg_catalog.make_interval(secs => $4))", l.resource, l.owner, l.ttl.Seconds(), wait.Seconds()).Scan(&fence)
-	return fence, err
+	return fence, sent, err
 }
 
 // Fence is the fence to carry in every write to a fenced table (or to pass to assert_fence).

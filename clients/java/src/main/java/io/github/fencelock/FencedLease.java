@@ -48,11 +48,12 @@ import org.postgresql.PGConnection;
  * the lease at once.</li>
  * <li>On loss the work is told: {@link #sleep} and {@link #check} throw
  * {@link LeaseLostException}; the statement the work is running ({@link #update}, {@link #run},
- * or one {@link #register registered}) is cancelled ({@code pg_cancel_backend} from a connection
- * of the lease's own: PgJDBC's {@code Statement.cancel()} keeps the connection locked until its
- * cancel request is answered, 10 s by default in a partition), and if it has not returned a
- * tenth of the ttl later (at most one second) its connection is aborted; its call throws
- * {@link LeaseLostException}. A work statement that fails
+ * or one {@link #register registered}) is stopped, and its call throws
+ * {@link LeaseLostException}: when a renewal answered false, by {@code pg_cancel_backend} from a
+ * connection of the lease's own (PgJDBC's {@code Statement.cancel()} keeps the connection locked
+ * until its cancel request is answered), its connection aborted if it has not returned a tenth of
+ * the ttl later (at most one second); when the server could not be reached by the deadline, by
+ * aborting its connection at once (a cancel could not reach the server either). A work statement that fails
  * because its connection broke waits for the watchdog's verdict: the driver's exception if the
  * lease was renewed meanwhile ({@link #connection()} opens a new connection), LeaseLostException
  * if it was lost.</li>
@@ -140,10 +141,10 @@ public final class FencedLease implements AutoCloseable {
         // An attempt may wait up to `wait` on the server; past that, a silent server is a broken one.
         int timeoutMs = (int) Math.min(Integer.MAX_VALUE, wait.toMillis() + Math.max(1000, ttl.toMillis() / 3));
         while (true) {
-            long sent = System.nanoTime();
             try {
                 Connection c = watchConnection();
                 c.setNetworkTimeout(IO, timeoutMs);
+                long sent = System.nanoTime(); // the deadline counts from here, not the connecting
                 Long f;
                 try (PreparedStatement ps = c.prepareStatement("SELECT fencelock.acquire(?, ?, "
                         + "pg_catalog.make_interval(secs => ?), pg_catalog.make_interval(secs => ?))")) {
@@ -159,6 +160,8 @@ public final class FencedLease implements AutoCloseable {
                 fence = f;
                 sentAt = sent;
                 return;
+            } catch (BusyException e) {
+                throw e;
             } catch (SQLException e) {
                 if (!connectionLost(e) || System.nanoTime() - start + RETRY_NANOS > budget) {
                     throw Fencelock.translate(e);
@@ -191,11 +194,41 @@ public final class FencedLease implements AutoCloseable {
         check();
         Connection c = work;
         if (c == null || c.isClosed()) {
-            c = db.connect();
+            c = connectBounded();
             c.setAutoCommit(true);
             work = c;
         }
         return c;
+    }
+
+    /** A new connection from the factory, given up on (LeaseLostException) when the lease is lost. */
+    private Connection connectBounded() throws SQLException {
+        Future<Connection> f = IO.submit(db::connect);
+        try {
+            while (true) {
+                try {
+                    return f.get(50, TimeUnit.MILLISECONDS);
+                } catch (TimeoutException e) {
+                    if (isLost()) throw new LeaseLostException(lostReason, null);
+                }
+            }
+        } catch (ExecutionException e) {
+            if (e.getCause() instanceof SQLException) throw (SQLException) e.getCause();
+            throw new IllegalStateException(e.getCause());
+        } catch (InterruptedException | LeaseLostException e) {
+            IO.execute(() -> { // close it once it is open
+                try {
+                    f.get().close();
+                } catch (Exception ignored) {
+                    // it never opened
+                }
+            });
+            if (e instanceof InterruptedException) {
+                Thread.currentThread().interrupt();
+                throw new SQLException("interrupted while connecting", "08001", e);
+            }
+            throw (LeaseLostException) e;
+        }
     }
 
     public boolean isLost() {
@@ -249,10 +282,10 @@ public final class FencedLease implements AutoCloseable {
      * loss the running statement is cancelled and the call throws {@link LeaseLostException}.
      */
     public <T> T run(Fencelock.SqlCall<T> call) throws SQLException {
-        connection();
         running.incrementAndGet();
         long started = System.nanoTime();
         try {
+            connection();
             T result = call.call();
             check(); // lost meanwhile: whatever the work did outside the database is suspect
             return result;
@@ -335,7 +368,7 @@ public final class FencedLease implements AutoCloseable {
                 if (pause(wake - System.nanoTime())) return;
                 long now = System.nanoTime();
                 if (now - deadline >= 0) {
-                    lose("no renewal answered by the local deadline (sent + ttl)");
+                    lose("no renewal answered by the local deadline (sent + ttl)", false);
                     return;
                 }
                 if (!renewNow && now - next < 0) continue;
@@ -344,7 +377,7 @@ public final class FencedLease implements AutoCloseable {
                 if (ok == null) { // failed: a new connection, and again, until the deadline
                     next = System.nanoTime() + RETRY_NANOS;
                 } else if (!ok) {
-                    lose("the lease expired or was taken over");
+                    lose("the lease expired or was taken over", true);
                     return;
                 } else {
                     next = sentAt + period;
@@ -455,17 +488,19 @@ public final class FencedLease implements AutoCloseable {
         }
     }
 
-    private void lose(String why) {
+    private void lose(String why, boolean reachable) {
         lostReason = why;
         lost.countDown();
         synchronized (verdict) {
             verdict.notifyAll();
         }
-        // The running statements: the work's, and those registered. Each is cancelled by
-        // pg_cancel_backend from a connection of the lease's own, not by PgJDBC's cancel request,
-        // which holds the statement's connection locked until it is answered (10 s by default,
-        // certain in a partition); and its connection is aborted if it has not returned a tenth
-        // of the ttl later (at most 1 s).
+        // The running statements: the work's, and those registered. When the server answered
+        // (the lease expired or was taken over), each is cancelled by pg_cancel_backend from a
+        // connection of the lease's own, not by PgJDBC's cancel request, which holds the
+        // statement's connection locked until it is answered (10 s by default); its connection
+        // is aborted if it has not returned a tenth of the ttl later (at most 1 s). When the
+        // server could not be reached by the deadline, a cancel could not reach it either: the
+        // connection is aborted at once, so the work stops before the server's deadline.
         Set<Connection> conns = java.util.Collections.newSetFromMap(new java.util.IdentityHashMap<>());
         Connection w = work;
         if (running.get() > 0 && w != null) conns.add(w);
@@ -477,6 +512,10 @@ public final class FencedLease implements AutoCloseable {
             }
         }
         for (Connection c : conns) {
+            if (!reachable) {
+                abortQuietly(c);
+                continue;
+            }
             IO.execute(() -> cancelBackend(c));
             IO.execute(() -> {
                 sleepNanos(marginNanos);
@@ -515,7 +554,7 @@ public final class FencedLease implements AutoCloseable {
     /** The connection broke or the server went away (restart, failover, terminate, timeout). */
     static boolean connectionLost(SQLException e) {
         String s = e.getSQLState();
-        return s == null || s.startsWith("08") || s.startsWith("57P") || s.equals("25006");
+        return s != null && (s.startsWith("08") || s.startsWith("57P") || s.equals("25006"));
     }
 
     static double seconds(Duration d) {
