@@ -364,7 +364,7 @@ func (l *Lease) watch() {
 		case <-t.C:
 		}
 		if !time.Now().Before(deadline) {
-			l.lose("no renewal answered by the local deadline (sent + ttl)")
+			l.lose("not renewed before its deadline (the last renewal sent, plus the ttl)")
 			return
 		}
 		ctx, cancel := context.WithDeadline(context.Background(), deadline)

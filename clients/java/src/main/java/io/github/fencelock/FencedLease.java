@@ -368,7 +368,7 @@ public final class FencedLease implements AutoCloseable {
                 if (pause(wake - System.nanoTime())) return;
                 long now = System.nanoTime();
                 if (now - deadline >= 0) {
-                    lose("no renewal answered by the local deadline (sent + ttl)", false);
+                    lose("not renewed before its deadline (the last renewal sent, plus the ttl)", false);
                     return;
                 }
                 if (!renewNow && now - next < 0) continue;
