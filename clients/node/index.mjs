@@ -107,12 +107,16 @@ export class Lease {
   }
 
   // -- connections --------------------------------------------------------------------------------
-  async #connect(timeoutMs) {
+  /** The server's statement_timeout for a renewal: what remains at a regular renewal. */
+  #renewalMs() {
+    return Math.max(1, Math.round((this.ttl * 2 / 3 - this.margin) * 1000));
+  }
+
+  async #connect(timeoutMs, statementMs = this.#renewalMs()) {
     const c = new pg.Client({
       ...this.config,
       connectionTimeoutMillis: Math.max(1, Math.ceil(timeoutMs)),
-      // The server's bound: what remains of a lease at its regular renewal.
-      statement_timeout: Math.max(1, Math.round((this.ttl * 2 / 3 - this.margin) * 1000)),
+      statement_timeout: statementMs,
     });
     c.on('error', () => destroy(c)); // a restart, a terminated backend: the next call reconnects
     try {
@@ -124,10 +128,10 @@ export class Lease {
     return c;
   }
 
-  async #watchdogConn(timeoutMs) {
+  async #watchdogConn(timeoutMs, statementMs) {
     if (this.#wd && !this.#wd.connection?.stream?.destroyed) return this.#wd;
     this.#dropWatchdogConn();
-    const c = await this.#connect(timeoutMs);
+    const c = await this.#connect(timeoutMs, statementMs);
     if (this.signal.aborted || this.#stop.signal.aborted) { // an abandoned reconnect, late
       destroy(c);
       throw new LeaseLost('the lease ended');
@@ -154,7 +158,8 @@ export class Lease {
     for (;;) {
       sent = now();
       try {
-        ({ rows } = await bounded(giveUp - sent, async () => (await this.#watchdogConn(giveUp - sent)).query(
+        // No statement_timeout for the acquire: it may wait (the wait is its bound).
+        ({ rows } = await bounded(giveUp - sent, async () => (await this.#watchdogConn(giveUp - sent, 0)).query(
           'SELECT fencelock.acquire($1, $2, make_interval(secs => $3), make_interval(secs => $4)) AS f',
           [this.resource, this.owner, this.ttl, this.wait]), () => this.#dropWatchdogConn()));
         break;
@@ -173,8 +178,29 @@ export class Lease {
     }
     this.fence = BigInt(rows[0].f); // int8 arrives as a string
     this.#deadline = sent + this.ttl * 1000;
+    // The renewals that follow on this connection (a failure: the first renewal reconnects).
+    await bounded(this.#deadline - this.margin * 1000 - now(),
+      () => this.#wd.query(`SET statement_timeout = ${this.#renewalMs()}`), () => this.#dropWatchdogConn())
+      .catch(() => this.#dropWatchdogConn());
+    if (now() - sent > this.ttl * 1000 / 3) sent = await this.#pin();
     this.#watchdog = this.#watch(sent);
     return this;
+  }
+
+  // After a grant that came late (a wait, a slow reply), renew at once: the deadline its request
+  // gives may be (nearly) spent, while the grant itself may be recent.  Resolves to when the
+  // renewal was sent; LeaseLost (the lease released) when it fails.
+  async #pin() {
+    const sent = now();
+    const bound = (this.ttl - this.margin) * 1000;
+    const ok = await bounded(bound, () => this.#renewOnce(bound), () => this.#dropWatchdogConn())
+      .catch(() => false);
+    if (!ok) {
+      await this.release();
+      throw new LeaseLost('granted late, and not renewed at once');
+    }
+    this.#deadline = sent + this.ttl * 1000;
+    return sent;
   }
 
   async #renewOnce(remaining) {

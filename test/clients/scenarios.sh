@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# scenarios.sh LANG PORT OUTDIR HOLDER...: doc/clients.md's fault scenarios S1-S5 for one
+# scenarios.sh LANG PORT OUTDIR HOLDER...: doc/clients.md's fault scenarios S1-S6 for one
 # language's lease holder program (HOLDER... is its command line), through a fault proxy of its
 # own on 127.0.0.1:PORT (commands on PORT+1).  Run by scripts/test-clients.sh, several languages
 # side by side: each scenario holds a shared lock on OUTDIR/../restart.lock, S3 (the server
@@ -210,11 +210,28 @@ s5() {
 		"$out/s5.holder"
 }
 
+# S6: granted after waiting longer than the ttl: the deadline the acquire's request gives is
+# spent, the grant is recent; the lease is kept (a renewal at once pins a new deadline).
+s6() {
+	local st
+	q -c "SELECT fencelock.acquire('fault:$lang:s6', 'other', '30 s')" >/dev/null
+	hold_run s6 "$lang-s6" --ttl 3 --wait 10 --hold 4
+	wait_for '[ "$(q -c "SELECT fencelock.waiters('"'fault:$lang:s6'"')")" = 1 ]' 100
+	sleep 4
+	q -c "SELECT fencelock.release('fault:$lang:s6', 'other')" >/dev/null
+	finish "$hp" 150
+	st=$?
+	[ "$st" -eq 0 ] && grep -q '^acquired' "$out/s6.holder" && grep -q '^held; released: true' "$out/s6.holder"
+	report $? "$lang S6 granted after a 4 s wait (ttl 3 s): the lease kept for 4 s and released (exit $st)" \
+		"$out/s6.holder"
+}
+
 flock -s 9
 s1
 s2
 s4
 s5
+s6
 flock -u 9
 s3
 flock -u 9

@@ -156,19 +156,22 @@ class Lease:
         self._thread: Optional[threading.Thread] = None
 
     # -- connections -------------------------------------------------------------------------
-    def _connect(self, timeout: float) -> psycopg.Connection[TupleRow]:
-        # libpq's connect_timeout is whole seconds, at least 2; _bounded bounds it exactly.  The
-        # server's statement_timeout: what remains of a lease at its regular renewal.
+    def _renewal_ms(self) -> int:
+        """The server's statement_timeout for a renewal: what remains at a regular renewal."""
+        return max(1, int((self.ttl * 2 / 3 - self.margin) * 1000))
+
+    def _connect(self, timeout: float, statement_ms: int) -> psycopg.Connection[TupleRow]:
+        # libpq's connect_timeout is whole seconds, at least 2; _bounded bounds it exactly.
         options = conninfo_to_dict(self.conninfo).get("options") or os.environ.get("PGOPTIONS", "")
-        ms = max(1, int((self.ttl * 2 / 3 - self.margin) * 1000))
         return psycopg.connect(self.conninfo, autocommit=True,
                                connect_timeout=max(2, math.ceil(timeout)),
-                               options=f"{options} -c statement_timeout={ms}".strip())
+                               options=f"{options} -c statement_timeout={statement_ms}".strip())
 
-    def _watchdog_conn(self, timeout: float) -> psycopg.Connection[TupleRow]:
+    def _watchdog_conn(self, timeout: float, statement_ms: Optional[int] = None
+                       ) -> psycopg.Connection[TupleRow]:
         if self._wd is None or self._wd.closed or self._wd.broken:
             self._drop_watchdog_conn()
-            conn = self._connect(timeout)
+            conn = self._connect(timeout, self._renewal_ms() if statement_ms is None else statement_ms)
             if self._lost.is_set() or self._stop.is_set():
                 conn.close()  # an abandoned reconnect that succeeded late
                 raise LeaseLost(self.lost_reason or "the lease ended")
@@ -207,7 +210,8 @@ class Lease:
         while True:
             sent = time.monotonic()
             try:
-                conn = self._watchdog_conn(give_up - sent)
+                # No statement_timeout for the acquire: it may wait (the wait is its bound).
+                conn = self._watchdog_conn(give_up - sent, statement_ms=0)
                 fence = conn.execute(
                     "SELECT fencelock.acquire(%s, %s, %s::interval, %s::interval)",
                     [self.resource, self.owner, f"{self.ttl} s", f"{self.wait} s"]).fetchone()
@@ -221,10 +225,35 @@ class Lease:
             raise Busy(f"{self.resource} is held by another owner")
         self.fence = fence[0]
         self._deadline = sent + self.ttl
+        try:  # the renewals that follow on this connection; failing, the first one reconnects
+            _bounded(self._deadline - self.margin - time.monotonic(),
+                     lambda: conn.execute(f"SET statement_timeout = {self._renewal_ms()}"),
+                     lambda: _shutdown(conn))
+        except (_Timeout, psycopg.Error):
+            self._drop_watchdog_conn()
+        if time.monotonic() - sent > self.ttl / 3:
+            sent = self._pin()
         self._thread = threading.Thread(target=self._watch, args=(sent,), name="fencelock-watchdog",
                                         daemon=True)
         self._thread.start()
         return self.fence
+
+    def _pin(self) -> float:
+        """After a grant that came late (a wait, a slow reply), renew at once: the deadline its
+        request gives may be (nearly) spent, while the grant itself may be recent.  Returns
+        when the renewal was sent; LeaseLost (the lease released) when it fails."""
+        sent = time.monotonic()
+        bound = self.ttl - self.margin
+        try:
+            ok = _bounded(bound, lambda: self._renew_once(bound), lambda: _shutdown(self._wd))
+        except (_Timeout, psycopg.Error):
+            ok = False
+        if not ok:
+            self._stop.set()
+            self.release()
+            raise LeaseLost("granted late, and not renewed at once")
+        self._deadline = sent + self.ttl
+        return sent
 
     def _renew_once(self, remaining: float) -> bool:
         row = self._watchdog_conn(remaining).execute(
@@ -290,7 +319,7 @@ class Lease:
         conn = self._wd
         if conn is None or conn.closed or conn.broken:
             self._drop_watchdog_conn()
-            conn = self._wd = self._connect(2)
+            conn = self._wd = self._connect(2, 2000)
         row = conn.execute("SELECT fencelock.release(%s, %s, %s)",
                            [self.resource, self.owner, self.fence]).fetchone()
         return bool(row and row[0])
