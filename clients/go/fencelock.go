@@ -170,6 +170,9 @@ func (l *Lease) take(ctx context.Context, wait time.Duration) error {
 		}
 		if err == nil {
 			l.fence, l.sentAt = *fence, sent
+			if time.Since(sent) > l.ttl/3 {
+				return l.renewLateGrant(ctx)
+			}
 			return nil
 		}
 		if ctx.Err() != nil || !connectionLost(err) || time.Now().Add(retryEvery).After(budget) {
@@ -179,6 +182,19 @@ func (l *Lease) take(ctx context.Context, wait time.Duration) error {
 		l.reconnections++
 		time.Sleep(retryEvery)
 	}
+}
+
+// renewLateGrant: a grant that came long after its request was sent (it waited) has a deadline,
+// counted from the request, (nearly) spent, though the grant is recent. Renewed at once, bounded
+// by the TTL, so the deadline counts from this renewal.
+func (l *Lease) renewLateGrant(ctx context.Context) error {
+	rctx, cancel := context.WithTimeout(ctx, l.ttl)
+	defer cancel()
+	ok, err := l.leaseCall(rctx, true)
+	if err == nil && !ok {
+		err = &Error{Kind: ErrLeaseLost.Kind, Message: "granted after a long wait, expired before its first renewal"}
+	}
+	return err
 }
 
 // tryAcquire: the fence (nil: busy) and when the acquire was sent (the deadline counts from

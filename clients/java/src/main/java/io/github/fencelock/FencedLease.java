@@ -159,6 +159,9 @@ public final class FencedLease implements AutoCloseable {
                 }
                 fence = f;
                 sentAt = sent;
+                if (System.nanoTime() - sent > ttlNanos / 3) {
+                    renewLateGrant();
+                }
                 return;
             } catch (BusyException e) {
                 throw e;
@@ -170,6 +173,30 @@ public final class FencedLease implements AutoCloseable {
                 reconnections++;
                 sleepNanos(RETRY_NANOS);
             }
+        }
+    }
+
+    /**
+     * A grant that came long after its request was sent (it waited): the deadline counted from
+     * the request is (nearly) spent, though the grant is recent. Renewed at once, bounded by the
+     * ttl, so the deadline counts from this renewal.
+     */
+    private void renewLateGrant() throws SQLException {
+        Connection c = watchConnection();
+        c.setNetworkTimeout(IO, (int) Math.max(1, ttl.toMillis()));
+        long sent = System.nanoTime();
+        try (PreparedStatement ps = c.prepareStatement(
+                "SELECT fencelock.renew(?, ?, pg_catalog.make_interval(secs => ?), ?::pg_catalog.int8)")) {
+            ps.setString(1, resource);
+            ps.setString(2, owner);
+            ps.setDouble(3, seconds(ttl));
+            ps.setLong(4, fence);
+            Boolean ok = single(ps, Boolean.class);
+            if (ok == null || !ok) {
+                throw new LeaseLostException("granted after a long wait, expired before its first renewal", null);
+            }
+            sentAt = sent;
+            renewals++;
         }
     }
 
