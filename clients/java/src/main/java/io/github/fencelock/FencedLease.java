@@ -182,21 +182,8 @@ public final class FencedLease implements AutoCloseable {
      * ttl, so the deadline counts from this renewal.
      */
     private void renewLateGrant() throws SQLException {
-        Connection c = watchConnection();
-        c.setNetworkTimeout(IO, (int) Math.max(1, ttl.toMillis()));
-        long sent = System.nanoTime();
-        try (PreparedStatement ps = c.prepareStatement(
-                "SELECT fencelock.renew(?, ?, pg_catalog.make_interval(secs => ?), ?::pg_catalog.int8)")) {
-            ps.setString(1, resource);
-            ps.setString(2, owner);
-            ps.setDouble(3, seconds(ttl));
-            ps.setLong(4, fence);
-            Boolean ok = single(ps, Boolean.class);
-            if (ok == null || !ok) {
-                throw new LeaseLostException("granted after a long wait, expired before its first renewal", null);
-            }
-            sentAt = sent;
-            renewals++;
+        if (!attempt(true, ttlNanos)) {
+            throw new LeaseLostException("granted after a long wait, expired before its first renewal", null);
         }
     }
 
@@ -450,12 +437,17 @@ public final class FencedLease implements AutoCloseable {
      * release a newer grant of the same owner. Bounded by what remains of the local deadline.
      */
     private boolean attempt(boolean renew) throws SQLException {
-        long remaining = deadlineNanos() - System.nanoTime();
-        if (remaining <= 0) {
+        return attempt(renew, deadlineNanos() - System.nanoTime());
+    }
+
+    /** attempt, bounded by {@code bound} nanoseconds from now. */
+    private boolean attempt(boolean renew, long bound) throws SQLException {
+        long end = System.nanoTime() + bound;
+        if (bound <= 0) {
             throw new LeaseLostException("the local deadline passed", null);
         }
         Connection c = watchConnection();
-        c.setNetworkTimeout(IO, (int) Math.max(1, TimeUnit.NANOSECONDS.toMillis(deadlineNanos() - System.nanoTime())));
+        c.setNetworkTimeout(IO, (int) Math.max(1, TimeUnit.NANOSECONDS.toMillis(end - System.nanoTime())));
         String sql = renew
                 ? "SELECT fencelock.renew(?, ?, pg_catalog.make_interval(secs => ?), ?::pg_catalog.int8)"
                 : "SELECT fencelock.release(?, ?, ?::pg_catalog.int8)";
