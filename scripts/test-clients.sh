@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Client libraries, examples and monitoring, against a running throwaway cluster: the Python and
 # Node libraries installed from their packages (clients/python with pip into a venv, clients/node
-# with npm pack into an empty project), the Python, Node, Java and Go programs of examples/ (a
+# with npm pack into an empty project), the Java library installed with mvn install into a local
+# repository and used by a separate project, the Go module imported by its path, the Python, Node, Java and Go programs of examples/ (a
 # fenced job, a task-table worker, each frozen with SIGSTOP past its lease; doc/clients.md lists
 # the scenarios), the lease contract's fault scenarios S1-S6 through test/clients/faultproxy.py
 # (test/clients/scenarios.sh; the server is restarted there), and
@@ -12,9 +13,8 @@
 # fencelock_clients and role fencelock_exporter there; the fault proxies listen on PGPORT+2..+9.
 # Installs python3-psycopg, python3-venv, python3-pip, python3-setuptools,
 # prometheus-postgres-exporter, Java's and Go's Debian packages (apt-get, as root) when missing;
-# builds examples/java with Maven from
-# /usr/share/maven-repo alone and examples/go in GOPATH mode (examples/go/build.sh), both in
-# the background while Python and Node run.  Prints "ok N - ..." / "not ok N - ..." per check, then "clients: N passed, M failed";
+# installs clients/java and builds examples/java with Maven from /usr/share/maven-repo alone,
+# builds examples/go in GOPATH mode (examples/go/build.sh), both in the background while Python and Node run.  Prints "ok N - ..." / "not ok N - ..." per check, then "clients: N passed, M failed";
 # exit status 0 only when every check passed.
 set -uo pipefail
 cd "$(dirname "$0")/.."
@@ -31,7 +31,7 @@ missing=()
 # Java: Maven builds from Debian's repository (/usr/share/maven-repo) and nothing else; Go: pgx v4
 # as GOPATH sources (/usr/share/gocode), Debian 12 has no pgx v5.
 java_pkgs=(openjdk-17-jdk-headless maven libpostgresql-jdbc-java junit4 libmaven-compiler-plugin-java
-	libmaven-resources-plugin-java libmaven-jar-plugin-java libsurefire-java)
+	libmaven-resources-plugin-java libmaven-jar-plugin-java libsurefire-java libmaven-install-plugin-java unzip)
 go_pkgs=(golang-go golang-github-jackc-pgx-v4-dev)
 for p in python3-psycopg python3-venv python3-pip python3-setuptools prometheus-postgres-exporter nodejs npm "${java_pkgs[@]}" "${go_pkgs[@]}"; do
 	dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'install ok installed' || missing+=("$p")
@@ -361,17 +361,28 @@ typed_errors_node() {
 }
 
 # -- Java and Go: built and unit-tested in the background while Python and Node run -------------
-JAVA_CP=examples/java/target/fencelock-0.4.0.jar:/usr/share/java/postgresql.jar
-go_env() { env GO111MODULE=off GOPATH="$root/examples/go/.gopath:/usr/share/gocode" GOFLAGS= \
-	GOCACHE="${GOCACHE:-$root/examples/go/.gopath/cache}" "$@"; }
+# Java: the library clients/java installed with mvn install into a local repository of this run
+# (its JUnit tests run on the way), then examples/java, a separate project, built against the
+# installed artifact; the programs run from the installed jar.  Go: examples/go/build.sh puts the
+# module clients/go into a GOPATH at its module path and builds the programs, which import it by
+# that path (go test of the module on the way).
+m2=$work/maven-repo
+JAVA_LIB=$m2/io/github/fencelock/fencelock/$version/fencelock-$version.jar
+JAVA_CP=examples/java/target/fencelock-examples-$version.jar:$JAVA_LIB:/usr/share/java/postgresql.jar
+go_env() { env GO111MODULE=off GOPATH="$work/gopath:/usr/share/gocode" GOFLAGS= \
+	GOCACHE="${GOCACHE:-$work/gopath/cache}" FENCELOCK_GOPATH="$work/gopath" "$@"; }
 build_java_go() { # each build's status and milliseconds into $work/BUILD.status
 	local t
 	t=$(now_ms)
-	rm -rf examples/java/target
-	# JUnit's failures are counted below; the jar is built for the programs all the same.
-	(cd examples/java && mvn -B -q -Dstyle.color=never -s debian-settings.xml \
-		-Dmaven.repo.local="$work/maven-repo" -Dmaven.test.failure.ignore=true package) >"$work/java-build" 2>&1
+	rm -rf clients/java/target examples/java/target
+	# JUnit's failures are counted below; the library is installed for the programs all the same.
+	(cd clients/java && mvn -B -q -Dstyle.color=never -s debian-settings.xml \
+		-Dmaven.repo.local="$m2" -Dmaven.test.failure.ignore=true install) >"$work/java-build" 2>&1
 	echo "$? $(elapsed "$t")" >"$work/java-build.status"
+	t=$(now_ms)
+	(cd examples/java && mvn -B -q -Dstyle.color=never -s ../../clients/java/debian-settings.xml \
+		-Dmaven.repo.local="$m2" package) >"$work/java-examples-build" 2>&1
+	echo "$? $(elapsed "$t")" >"$work/java-examples-build.status"
 	t=$(now_ms)
 	rm -rf examples/go/bin
 	go_env sh examples/go/build.sh test -count=1 -v >"$work/go-build" 2>&1
@@ -380,7 +391,7 @@ build_java_go() { # each build's status and milliseconds into $work/BUILD.status
 
 typed_errors_java() {
 	cat >"$work/TypedErrors.java" <<'JAVA'
-import fencelock.Fencelock;
+import io.github.fencelock.Fencelock;
 import java.sql.Connection;
 import java.sql.SQLException;
 import java.sql.Statement;
@@ -422,7 +433,7 @@ import (
 	"os"
 	"strings"
 
-	"example.com/fencelock"
+	fencelock "github.com/fencelock/fencelock/clients/go"
 	"github.com/jackc/pgconn"
 	"github.com/jackc/pgx/v4"
 )
@@ -480,14 +491,28 @@ result "node: FL002 rejects with Unfenced, FL001 StaleFence (cause kept), other 
 
 read -r st ms < <(build_status java-build)
 # JUnit's counts, summed over the test classes' reports: run, failed, errors, skipped.
-read -r jn jf je js < <(cat examples/java/target/surefire-reports/*.txt 2>/dev/null | awk -F'[:,] *' '
+read -r jn jf je js < <(cat clients/java/target/surefire-reports/*.txt 2>/dev/null | awk -F'[:,] *' '
 	/^Tests run:/ { n += $2; f += $4; e += $6; s += $8; seen = 1 }
 	END { print seen ? n " " f " " e " " s : "0 1 1 1" }')
-expect "java: mvn package offline from /usr/share/maven-repo ($((ms / 1000)) s); JUnit: $jn tests, $((jf + je)) failed, $js skipped" \
-	'[ "$st" = 0 ] && [ "$jn" -gt 0 ] && [ "$jf$je$js" = 000 ] && [ -f examples/java/target/fencelock-0.4.0.jar ]' \
-	"$work/java-build" examples/java/target/surefire-reports/fencelock.FencedLeaseTest.txt
-if [ -f examples/java/target/fencelock-0.4.0.jar ]; then
-	run_lang java "java -cp $JAVA_CP fencelock.examples.FencedJob" "java -cp $JAVA_CP fencelock.examples.TaskWorker"
+expect "java: mvn install of clients/java offline from /usr/share/maven-repo into a local repository ($((ms / 1000)) s); JUnit: $jn tests, $((jf + je)) failed, $js skipped" \
+	'[ "$st" = 0 ] && [ "$jn" -gt 0 ] && [ "$jf$je$js" = 000 ] && [ -f "$JAVA_LIB" ]' \
+	"$work/java-build" clients/java/target/surefire-reports/io.github.fencelock.FencedLeaseTest.txt
+# The installed artifact: its coordinates and version (the extension's), the library's classes
+# and no example program.
+pom=${JAVA_LIB%.jar}.pom
+jar_classes=$(unzip -Z1 "$JAVA_LIB" 2>/dev/null | grep '\.class$' | sort | tr '\n' ' ')
+echo "$jar_classes" >"$work/java-jar-classes"
+expect "java: installed as io.github.fencelock:fencelock:$version (the extension's version), the library's classes only, no example program" \
+	'[ -f "$pom" ] && grep -q "<groupId>io.github.fencelock</groupId>" "$pom" && grep -q "<artifactId>fencelock</artifactId>" "$pom" &&
+	 grep -q "<version>$version</version>" "$pom" && [[ $jar_classes == *io/github/fencelock/FencedLease.class* ]] &&
+	 [[ $jar_classes != *examples* ]]' "$work/java-jar-classes"
+read -r st ms < <(build_status java-examples-build)
+expect "java: examples/java, a separate project, builds against the installed artifact alone ($((ms / 1000)) s)" \
+	'[ "$st" = 0 ] && [ -f examples/java/target/fencelock-examples-$version.jar ] &&
+	 [ -z "$(unzip -Z1 examples/java/target/fencelock-examples-$version.jar | grep -v "^META-INF\|/examples/\|/$")" ]' \
+	"$work/java-examples-build"
+if [ -f examples/java/target/fencelock-examples-$version.jar ] && [ -f "$JAVA_LIB" ]; then
+	run_lang java "java -cp $JAVA_CP io.github.fencelock.examples.FencedJob" "java -cp $JAVA_CP io.github.fencelock.examples.TaskWorker"
 	typed_errors_java >"$work/java/typed" 2>&1
 	result "java: FL002 throws UnfencedException, FL001 StaleFenceException (cause kept), other errors stay PgJDBC's" $? "$work/java/typed"
 fi
@@ -496,13 +521,13 @@ read -r st ms < <(build_status go-build)
 gopass=$(grep -c '^--- PASS' "$work/go-build" || true)
 gofail=$(grep -c '^--- FAIL' "$work/go-build" || true)
 goskip=$(grep -c '^--- SKIP' "$work/go-build" || true)
-expect "go: build.sh (GOPATH mode, Debian's pgx v4) builds both programs ($((ms / 1000)) s); go test: $gopass passed, $gofail failed, $goskip skipped" \
+expect "go: build.sh (GOPATH mode, Debian's pgx v4) builds the programs importing github.com/fencelock/fencelock/clients/go ($((ms / 1000)) s); go test: $gopass passed, $gofail failed, $goskip skipped" \
 	'[ "$st" = 0 ] && [ "$gopass" -gt 0 ] && [ "$gofail$goskip" = 00 ] &&
-	 [ -x examples/go/bin/fenced-job ] && [ -x examples/go/bin/task-worker ]' "$work/go-build"
+	 [ -x examples/go/bin/fenced-job ] && [ -x examples/go/bin/task-worker ] && [ -x examples/go/bin/lease-holder ]' "$work/go-build"
 if [ -x examples/go/bin/fenced-job ] && [ -x examples/go/bin/task-worker ]; then
 	run_lang go examples/go/bin/fenced-job examples/go/bin/task-worker
 	typed_errors_go >"$work/go/typed" 2>&1
-	result "go: FL002 is ErrUnfenced, FL001 ErrStaleFence (errors.Is; the *pgconn.PgError kept), other errors stay pgx's" $? "$work/go/typed"
+	result "go: a program of its own importing the module path builds; FL002 is ErrUnfenced, FL001 ErrStaleFence (errors.Is; the *pgconn.PgError kept), other errors stay pgx's" $? "$work/go/typed"
 fi
 wait "$build_pid"
 build_pid=
@@ -620,6 +645,10 @@ scenarios() { # scenarios LANG K HOLDER...
 }
 scenarios python 1 "$VPY" examples/python/lease_holder.py
 scenarios node 2 node "$app/lease-holder.mjs"
+# Java and Go hold the lease running a statement (--query): the loss must also stop it.
+[ ! -f examples/java/target/fencelock-examples-$version.jar ] ||
+	scenarios java 3 java -cp "$JAVA_CP" io.github.fencelock.examples.LeaseHolder --query
+[ ! -x examples/go/bin/lease-holder ] || scenarios go 4 examples/go/bin/lease-holder --query
 wait "${scen_pids[@]}"
 for lang in "${scen_langs[@]}"; do
 	if [ ! -s "$work/fault/$lang/results" ]; then

@@ -1,10 +1,9 @@
-module example.com/fencelock
+// The example programs, a module of their own that uses the fencelock module like any program.
+// Offline (Debian's pgx in GOPATH mode): sh build.sh. With a module proxy: go mod tidy && go build ./cmd/...
+module github.com/fencelock/fencelock/examples/go
 
 go 1.19
 
-// The versions Debian 12 packages (golang-github-jackc-pgx-v4-dev 4.15); build.sh builds with
-// those offline, in GOPATH mode. With a module proxy instead: go mod tidy && go build ./...
-require (
-	github.com/jackc/pgconn v1.11.0
-	github.com/jackc/pgx/v4 v4.15.0
-)
+require github.com/fencelock/fencelock/clients/go v0.4.0
+
+replace github.com/fencelock/fencelock/clients/go => ../../clients/go

@@ -27,7 +27,7 @@ import (
 	"os"
 	"time"
 
-	"example.com/fencelock"
+	fencelock "github.com/fencelock/fencelock/clients/go"
 	"github.com/jackc/pgx/v4"
 )
 

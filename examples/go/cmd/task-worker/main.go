@@ -18,7 +18,7 @@ import (
 	"strings"
 	"time"
 
-	"example.com/fencelock"
+	fencelock "github.com/fencelock/fencelock/clients/go"
 	"github.com/jackc/pgx/v4"
 )
 

@@ -1,4 +1,4 @@
-package fencelock;
+package io.github.fencelock;
 
 /** FL002: the write did not carry a fence (a bug in the caller). */
 public class UnfencedException extends FencelockException {

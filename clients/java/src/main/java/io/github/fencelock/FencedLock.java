@@ -1,4 +1,4 @@
-package fencelock;
+package io.github.fencelock;
 
 import java.sql.SQLException;
 import java.time.Duration;
@@ -25,7 +25,8 @@ import java.util.concurrent.locks.Lock;
  * Unlike Redisson, where giving a leaseTime turns its watchdog off, the lease is always renewed
  * every leaseTime/3 while held: leaseTime bounds how long a holder that died or froze keeps it.
  * The token is checked by the database (the fence trigger, assert_fence), not left to the caller.
- * One lease per FencedLock object, not reentrant: a second tryLock while held throws
+ * One owner token per FencedLock object (its name and a random UUID), used by every lease it takes,
+ * so an acquire sent again after a lost reply gets the same fence. One lease at a time, not reentrant: a second tryLock while held throws
  * IllegalStateException. Errors of the database come back from the Lock methods wrapped in
  * {@link UncheckedSQLException}; the RFencedLock-shaped ones throw them as SQLException.
  */
@@ -35,11 +36,18 @@ public final class FencedLock implements Lock {
 
     private final Fencelock.ConnectionFactory db;
     private final String name;
+    private final String owner;
     private FencedLease lease;
 
     public FencedLock(Fencelock.ConnectionFactory db, String name) {
         this.db = db;
         this.name = name;
+        this.owner = name + ":" + java.util.UUID.randomUUID();
+    }
+
+    /** The owner token of every lease this lock takes. */
+    public String getOwner() {
+        return owner;
     }
 
     public String getName() {
@@ -56,7 +64,7 @@ public final class FencedLock implements Lock {
             throw new IllegalStateException(name + " is already held by this FencedLock");
         }
         try {
-            lease = FencedLease.acquire(db, name, Duration.ofNanos(unit.toNanos(leaseTime)),
+            lease = FencedLease.acquire(db, name, owner, Duration.ofNanos(unit.toNanos(leaseTime)),
                     Duration.ofNanos(unit.toNanos(waitTime)));
         } catch (BusyException e) {
             return null;

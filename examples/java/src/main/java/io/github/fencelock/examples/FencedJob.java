@@ -1,11 +1,11 @@
-package fencelock.examples;
+package io.github.fencelock.examples;
 
-import fencelock.BusyException;
-import fencelock.FencedLease;
-import fencelock.FencedStep;
-import fencelock.Fencelock;
-import fencelock.LeaseLostException;
-import fencelock.StaleFenceException;
+import io.github.fencelock.BusyException;
+import io.github.fencelock.FencedLease;
+import io.github.fencelock.FencedStep;
+import io.github.fencelock.Fencelock;
+import io.github.fencelock.LeaseLostException;
+import io.github.fencelock.StaleFenceException;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.sql.Connection;

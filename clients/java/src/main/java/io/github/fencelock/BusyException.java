@@ -1,4 +1,4 @@
-package fencelock;
+package io.github.fencelock;
 
 /** acquire returned NULL: another owner holds a live lease. */
 public class BusyException extends FencelockException {

@@ -1,4 +1,4 @@
-package fencelock;
+package io.github.fencelock;
 
 /** FL001: a newer holder exists. Roll back and stop; never retry with the same fence. */
 public class StaleFenceException extends FencelockException {

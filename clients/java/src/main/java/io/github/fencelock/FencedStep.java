@@ -1,4 +1,4 @@
-package fencelock;
+package io.github.fencelock;
 
 import java.sql.Connection;
 import java.sql.PreparedStatement;
@@ -22,8 +22,10 @@ import java.util.UUID;
  *         });
  * }</pre>
  *
- * BEGIN; SET LOCAL idle_in_transaction_session_timeout = ttl; acquire; the function's writes
- * (carry the fence); release and COMMIT in one round trip. The open transaction keeps the grant's
+ * BEGIN; SET LOCAL idle_in_transaction_session_timeout = ttl; acquire_xact (waiting up to
+ * {@code wait}); the function's writes (carry the fence); COMMIT, which frees the lease. The
+ * ttl is only the idle timeout: acquire_xact's grant lasts as long as its transaction. The open
+ * transaction keeps the grant's
  * row locked, so no other owner gets the lease before it ends (a try-once acquire answers NULL, a
  * waiting one waits), also past the TTL; grant, writes and release commit or vanish together. A
  * step idle in its transaction for longer than the TTL (a paused process) is ended by the server:
@@ -63,13 +65,11 @@ public final class FencedStep {
             // set in the acquire's statement.
             try (PreparedStatement ps = c.prepareStatement(
                     "SELECT pg_catalog.set_config('idle_in_transaction_session_timeout', ?, true), "
-                    + "fencelock.acquire(?, ?, pg_catalog.make_interval(secs => ?), "
-                    + "pg_catalog.make_interval(secs => ?))")) {
+                    + "fencelock.acquire_xact(?, ?, pg_catalog.make_interval(secs => ?))")) {
                 ps.setString(1, Long.toString(Math.max(1, ttl.toMillis())));
                 ps.setString(2, resource);
                 ps.setString(3, owner);
-                ps.setDouble(4, ttl.toNanos() / 1e9);
-                ps.setDouble(5, wait.toNanos() / 1e9);
+                ps.setDouble(4, wait.toNanos() / 1e9);
                 try (ResultSet rs = ps.executeQuery()) {
                     rs.next();
                     fence = rs.getObject(2, Long.class);
@@ -80,14 +80,7 @@ public final class FencedStep {
             }
             T result = work.run(c, fence);
             committing = true;
-            // The release and the COMMIT in one round trip: two statements in one execute.
-            try (PreparedStatement ps = c.prepareStatement(
-                    "SELECT fencelock.release(?, ?, ?::pg_catalog.int8); COMMIT")) {
-                ps.setString(1, resource);
-                ps.setString(2, owner);
-                ps.setLong(3, fence);
-                ps.execute();
-            }
+            c.commit(); // frees the lease: acquire_xact's grant ends with its transaction
             c.setAutoCommit(true);
             return result;
         } catch (SQLException | RuntimeException e) {

@@ -1,4 +1,4 @@
-package fencelock;
+package io.github.fencelock;
 
 /** The watchdog could not renew the lease (or the work was cancelled because of it): stop. */
 public class LeaseLostException extends FencelockException {

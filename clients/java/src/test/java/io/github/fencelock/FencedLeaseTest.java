@@ -1,4 +1,4 @@
-package fencelock;
+package io.github.fencelock;
 
 import static org.junit.Assert.assertEquals;
 import static org.junit.Assert.assertFalse;

@@ -1,4 +1,4 @@
-package fencelock.examples;
+package io.github.fencelock.examples;
 
 import java.time.Duration;
 import java.util.HashMap;

@@ -1,4 +1,4 @@
-package fencelock;
+package io.github.fencelock;
 
 import java.io.File;
 import java.io.IOException;

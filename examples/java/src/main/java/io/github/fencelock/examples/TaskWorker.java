@@ -1,8 +1,8 @@
-package fencelock.examples;
+package io.github.fencelock.examples;
 
-import fencelock.Fencelock;
-import fencelock.LeaseLostException;
-import fencelock.StaleFenceException;
+import io.github.fencelock.Fencelock;
+import io.github.fencelock.LeaseLostException;
+import io.github.fencelock.StaleFenceException;
 import java.sql.Connection;
 import java.sql.PreparedStatement;
 import java.sql.ResultSet;

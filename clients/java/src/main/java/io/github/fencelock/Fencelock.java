@@ -1,4 +1,4 @@
-package fencelock;
+package io.github.fencelock;
 
 import java.net.URLEncoder;
 import java.nio.charset.StandardCharsets;
@@ -73,7 +73,8 @@ public final class Fencelock {
         return fromEnvironment(System.getenv());
     }
 
-    static ConnectionFactory fromEnvironment(Map<String, String> env) {
+    /** As {@link #fromEnvironment()}, from the given variables (PGAPPNAME included). */
+    public static ConnectionFactory fromEnvironment(Map<String, String> env) {
         String host = env.getOrDefault("PGHOST", "localhost");
         String port = env.getOrDefault("PGPORT", "5432");
         String user = env.getOrDefault("PGUSER", System.getProperty("user.name"));
