@@ -113,10 +113,14 @@ sub wait_waiters
 	}
 }
 
+# A length measured here ends when this script sees it end: on a loaded machine (the suite runs
+# four majors on two cores) that can be a second or two late, never early.  The faults this test
+# is for are off by far more: 5 s early across +60 s, 20 s or more late across -60 s.
 sub within
 {
 	my ($got, $want, $what) = @_;
-	ok(abs($got - $want) <= 1.0, sprintf('%s: %.2f s (expected %d s ± 1 s)', $what, $got, $want));
+	ok($got >= $want - 1.0 && $got <= $want + 2.5,
+		sprintf('%s: %.2f s (expected %d s, 1 s early to 2.5 s late)', $what, $got, $want));
 }
 
 # t = 0, wall clock as is: a 10 s lease, a waiter queued for it, and an 8 s wait on a lease held
