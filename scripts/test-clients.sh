@@ -33,7 +33,7 @@ missing=()
 java_pkgs=(openjdk-17-jdk-headless maven libpostgresql-jdbc-java junit4 libmaven-compiler-plugin-java
 	libmaven-resources-plugin-java libmaven-jar-plugin-java libsurefire-java)
 go_pkgs=(golang-go golang-github-jackc-pgx-v4-dev)
-for p in python3-psycopg python3-venv python3-pip python3-setuptools prometheus-postgres-exporter nodejs npm "${java_pkgs[@]}" "${go_pkgs[@]}"; do
+for p in python3-psycopg python3-celery python3-venv python3-pip python3-setuptools prometheus-postgres-exporter nodejs npm "${java_pkgs[@]}" "${go_pkgs[@]}"; do
 	dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'install ok installed' || missing+=("$p")
 done
 # node and npm may come from elsewhere than Debian's packages: only install what is not there.
@@ -110,7 +110,7 @@ CREATE TABLE report_runs (resource text PRIMARY KEY, step integer, written_by te
 CREATE TRIGGER fence BEFORE UPDATE ON report_runs FOR EACH ROW
     EXECUTE FUNCTION fencelock.fence_trigger('last_fence');
 INSERT INTO report_runs (resource) VALUES ('report:py'), ('report:node'), ('report:java'), ('report:go'),
-    ('report:metrics');
+    ('report:metrics'), ('report:celery');
 SQL
 export PGDATABASE=$DB
 
@@ -474,6 +474,11 @@ t_start=$(now_ms)
 run_lang py "$VPY examples/python/fenced_job.py" "$VPY examples/python/task_worker.py"
 (typed_errors_py) >"$work/py/typed" 2>&1
 result "py: FL002 raises Unfenced, FL001 StaleFence, other errors stay psycopg's" $? "$work/py/typed"
+# fencelock.celery.fenced_task under a Celery worker (test/clients/celery_check.py: the checks).
+mkdir -p "$work/celery" && : >"$work/celery/checks"
+timeout 90 "$VPY" test/clients/celery_check.py "$work/celery" "$VPY" >"$work/celery/driver.log" 2>&1
+while IFS=$'\t' read -r st desc; do result "$desc" "$st" "$work/celery/worker.log" "$work/celery/driver.log"; done <"$work/celery/checks"
+[ "$(wc -l <"$work/celery/checks")" -eq 4 ] || result "python celery: every check ran" 1 "$work/celery/driver.log" "$work/celery/worker.log"
 run_lang node "node $app/fenced-job.mjs" "node $app/task-worker.mjs"
 typed_errors_node >"$work/node/typed" 2>&1
 result "node: FL002 rejects with Unfenced, FL001 StaleFence (cause kept), other errors stay pg's" $? "$work/node/typed"
