@@ -33,7 +33,7 @@ missing=()
 java_pkgs=(openjdk-17-jdk-headless maven libpostgresql-jdbc-java junit4 libmaven-compiler-plugin-java
 	libmaven-resources-plugin-java libmaven-jar-plugin-java libsurefire-java libmaven-install-plugin-java unzip)
 go_pkgs=(golang-go golang-github-jackc-pgx-v4-dev)
-for p in python3-psycopg python3-venv python3-pip python3-setuptools prometheus-postgres-exporter nodejs npm "${java_pkgs[@]}" "${go_pkgs[@]}"; do
+for p in python3-psycopg python3-celery python3-venv python3-pip python3-setuptools prometheus-postgres-exporter nodejs npm "${java_pkgs[@]}" "${go_pkgs[@]}"; do
 	dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'install ok installed' || missing+=("$p")
 done
 # node and npm may come from elsewhere than Debian's packages: only install what is not there.
@@ -110,7 +110,7 @@ CREATE TABLE report_runs (resource text PRIMARY KEY, step integer, written_by te
 CREATE TRIGGER fence BEFORE UPDATE ON report_runs FOR EACH ROW
     EXECUTE FUNCTION fencelock.fence_trigger('last_fence');
 INSERT INTO report_runs (resource) VALUES ('report:py'), ('report:node'), ('report:java'), ('report:go'),
-    ('report:metrics');
+    ('report:metrics'), ('report:celery'), ('report:cron');
 SQL
 export PGDATABASE=$DB
 
@@ -485,9 +485,50 @@ t_start=$(now_ms)
 run_lang py "$VPY examples/python/fenced_job.py" "$VPY examples/python/task_worker.py"
 (typed_errors_py) >"$work/py/typed" 2>&1
 result "py: FL002 raises Unfenced, FL001 StaleFence, other errors stay psycopg's" $? "$work/py/typed"
+# fencelock.celery.fenced_task under a Celery worker (test/clients/celery_check.py: the checks).
+mkdir -p "$work/celery" && : >"$work/celery/checks"
+timeout 90 "$VPY" test/clients/celery_check.py "$work/celery" "$VPY" >"$work/celery/driver.log" 2>&1
+while IFS=$'\t' read -r st desc; do result "$desc" "$st" "$work/celery/worker.log" "$work/celery/driver.log"; done <"$work/celery/checks"
+[ "$(wc -l <"$work/celery/checks")" -eq 4 ] || result "python celery: every check ran" 1 "$work/celery/driver.log" "$work/celery/worker.log"
 run_lang node "node $app/fenced-job.mjs" "node $app/task-worker.mjs"
 typed_errors_node >"$work/node/typed" 2>&1
 result "node: FL002 rejects with Unfenced, FL001 StaleFence (cause kept), other errors stay pg's" $? "$work/node/typed"
+# fencedJob under croner from npm (test/clients/cron_job.mjs): two instances tick one job every
+# second, only one runs it per tick; then a run whose lease is revoked has its signal aborted.
+cron=$work/cron
+mkdir -p "$cron"
+(cd "$app" && npm install --prefer-offline --no-audit --no-fund --silent croner@9.1.0) >"$cron/npm.log" 2>&1 &&
+	cp test/clients/cron_job.mjs "$app/"
+result "node cron: croner 9.1.0 from npm installed beside the packed fencelock" $? "$cron/npm.log"
+node "$app/cron_job.mjs" cron-a report:cron 3.5 400 >"$cron/a" 2>&1 &
+pa=$!
+node "$app/cron_job.mjs" cron-b report:cron 3.5 400 >"$cron/b" 2>&1
+fb=$?
+finish "$pa" 100
+st=$?
+runs=$(awk '$2 == "ran" { sub(":", "", $1); print $3, $1, $5 }' "$cron/a" "$cron/b" | sort -n) # SECOND NAME FENCE
+nruns=$(grep -c . <<<"$runs")
+dup=$(awk '{ print $1 }' <<<"$runs" | uniq -d | grep -c .)
+both=$(awk '$2 == "ran" || $2 == "skipped" { print $3 }' "$cron/a" "$cron/b" | sort | uniq -d | grep -c .)
+expect "node cron: two croner instances tick one fencedJob every second for 3.5 s: $nruns ticks ran, each in one instance only ($both ticks met the other instance skipping), fences rising, the last run's writes in the row" \
+	'[ $st -eq 0 ] && [ $fb -eq 0 ] && [ "$nruns" -ge 3 ] && [ "$dup" -eq 0 ] && [ "$both" -ge 2 ] &&
+	 awk "{ if (NR > 1 && \$3 <= prev) bad = 1; prev = \$3 } END { exit bad }" <<<"$runs" &&
+	 [ "$(q -c "SELECT step || '"' '"' || written_by || '"' '"' || last_fence FROM report_runs WHERE resource = '"'report:cron'"'")" = \
+	   "$(tail -1 <<<"$runs" | awk "{ print 2, \$2, \$3 }")" ]' "$cron/a" "$cron/b"
+node "$app/cron_job.mjs" cron-long report:cron 1.5 10000 >"$cron/long" 2>&1 &
+pa=$!
+wait_for 'grep -qs "cron-long: started" "$cron/long"' 30
+sleep 0.2 # step 1 written
+t0=$(now_ms)
+q -c "SELECT fencelock.revoke('report:cron')" >/dev/null
+finish "$pa" 100
+st=$?
+ms=$(elapsed "$t0")
+expect "node cron: a run whose lease is revoked: its AbortSignal aborts and the job rejects with LeaseLost (to onError), the process ends ${ms} ms after the revoke (ttl/3 = 1000 ms); step 2 never written" \
+	'[ $st -eq 0 ] && [ "$ms" -lt 2500 ] &&
+	 grep -Eq "cron-long: lost [0-9]+ LeaseLost: the lease expired or was taken over; [0-9]+ ms after the signal aborted" "$cron/long" &&
+	 grep -q "cron-long: job failed: LeaseLost" "$cron/long" &&
+	 [ "$(q -c "SELECT step || written_by FROM report_runs WHERE resource = '"'report:cron'"'")" = 1cron-long ]' "$cron/long"
 
 read -r st ms < <(build_status java-build)
 # JUnit's counts, summed over the test classes' reports: run, failed, errors, skipped.

@@ -61,6 +61,16 @@ export class Lease {
 /** Holds the lease while work runs; rejects with LeaseLost as soon as the lease is lost. */
 export function withLease<T>(options: LeaseOptions, work: (lease: Lease) => Promise<T>): Promise<T>;
 
+export interface JobOptions extends Omit<LeaseOptions, 'resource'> {
+  /** 'throw': a tick that finds the lease held rejects with Busy; a function: called, then skip. */
+  onBusy?: 'skip' | 'throw' | ((resource: string) => void);
+  /** Receives the job's error (LeaseLost at the loss); the tick then resolves to undefined. */
+  onError?: (err: Error, resource: string) => void;
+}
+/** A scheduler's job run only while it holds the lease; a tick that finds it held skips. */
+export function fencedJob<A extends unknown[], T>(resource: string | ((...args: A) => string),
+  fn: (lease: Lease, ...args: A) => Promise<T>, options?: JobOptions): (...args: A) => Promise<T | undefined>;
+
 export interface StepOptions {
   ttl?: number;
   wait?: number;

@@ -329,6 +329,34 @@ export async function withLease(options, work) {
 }
 
 /**
+ * A scheduler's job that runs only while it holds the lease: fencedJob(resource, fn, options)
+ * returns the function to hand to croner, node-cron or setInterval.  Each call (a tick) takes
+ * the lease and runs fn(lease, ...the scheduler's arguments) under withLease: lease.fence for
+ * the writes, lease.signal aborted at the loss.  A tick that finds the lease held by another
+ * owner (another instance of the service ticking the same job) skips: onBusy(resource), then
+ * resolves to undefined; onBusy: 'throw' rejects with Busy instead.  The job's error (LeaseLost
+ * at the loss) goes to onError when given (the tick then resolves to undefined: no unhandled
+ * rejection in a scheduler that does not await its jobs), and rejects the tick otherwise.
+ * resource: a string, or a function of the tick's arguments.  Other options are Lease's.
+ */
+export function fencedJob(resource, fn, { onBusy, onError, ...options } = {}) {
+  return async (...args) => {
+    const name = typeof resource === 'function' ? resource(...args) : resource;
+    try {
+      return await withLease({ ...options, resource: name }, (lease) => fn(lease, ...args));
+    } catch (err) {
+      if (err instanceof Busy && onBusy !== 'throw') {
+        if (typeof onBusy === 'function') onBusy(name);
+        return undefined;
+      }
+      if (!onError) throw err;
+      onError(err, name);
+      return undefined;
+    }
+  };
+}
+
+/**
  * Take the lease for one transaction (acquire_xact), run fn(client, fence), commit.
  *
  * BEGIN; SET LOCAL idle_in_transaction_session_timeout = ttl; acquire_xact; fn's writes (carry
