@@ -31,7 +31,8 @@ missing=()
 # Java: Maven builds from Debian's repository (/usr/share/maven-repo) and nothing else; Go: pgx v4
 # as GOPATH sources (/usr/share/gocode), Debian 12 has no pgx v5.
 java_pkgs=(openjdk-17-jdk-headless maven libpostgresql-jdbc-java junit4 libmaven-compiler-plugin-java
-	libmaven-resources-plugin-java libmaven-jar-plugin-java libsurefire-java libmaven-install-plugin-java unzip)
+	libmaven-resources-plugin-java libmaven-jar-plugin-java libsurefire-java libmaven-install-plugin-java unzip
+	libspring-context-java)
 go_pkgs=(golang-go golang-github-jackc-pgx-v4-dev)
 for p in python3-psycopg python3-celery python3-venv python3-pip python3-setuptools prometheus-postgres-exporter nodejs npm "${java_pkgs[@]}" "${go_pkgs[@]}"; do
 	dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'install ok installed' || missing+=("$p")
@@ -110,7 +111,7 @@ CREATE TABLE report_runs (resource text PRIMARY KEY, step integer, written_by te
 CREATE TRIGGER fence BEFORE UPDATE ON report_runs FOR EACH ROW
     EXECUTE FUNCTION fencelock.fence_trigger('last_fence');
 INSERT INTO report_runs (resource) VALUES ('report:py'), ('report:node'), ('report:java'), ('report:go'),
-    ('report:metrics'), ('report:celery'), ('report:cron');
+    ('report:metrics'), ('report:celery'), ('report:cron'), ('report:spring');
 SQL
 export PGDATABASE=$DB
 
@@ -557,6 +558,45 @@ if [ -f examples/java/target/fencelock-examples-$version.jar ] && [ -f "$JAVA_LI
 	typed_errors_java >"$work/java/typed" 2>&1
 	result "java: FL002 throws UnfencedException, FL001 StaleFenceException (cause kept), other errors stay PgJDBC's" $? "$work/java/typed"
 fi
+# io.github.fencelock.spring.FencedTask under Spring 4.3's ThreadPoolTaskScheduler and CronTrigger
+# (test/clients/SpringTask.java): two JVMs tick one task every second, only one runs it per tick;
+# then a run whose lease is revoked is stopped and its late write refused.
+sp=$work/spring spring=/usr/share/maven-repo/org/springframework sv=4.3.30.RELEASE
+SPRING_CP=$JAVA_LIB:/usr/share/java/postgresql.jar:/usr/share/java/commons-logging.jar
+for a in context core beans; do SPRING_CP+=:$spring/spring-$a/$sv/spring-$a-$sv.jar; done
+mkdir -p "$sp/classes"
+javac -Xlint:all,-path -Werror -cp "$SPRING_CP" -d "$sp/classes" test/clients/SpringTask.java >"$sp/javac.log" 2>&1
+result "java spring: test/clients/SpringTask.java builds against the installed library and Debian's Spring $sv alone" $? "$sp/javac.log"
+java -cp "$sp/classes:$SPRING_CP" SpringTask spring-a report:spring 4.5 400 >"$sp/a" 2>&1 &
+pa=$!
+java -cp "$sp/classes:$SPRING_CP" SpringTask spring-b report:spring 4.5 400 >"$sp/b" 2>&1
+fb=$?
+finish "$pa" 100
+st=$?
+runs=$(awk '$2 == "ran" { sub(":", "", $1); print $3, $1, $5 }' "$sp/a" "$sp/b" | sort -n) # SECOND NAME FENCE
+nruns=$(grep -c . <<<"$runs")
+dup=$(awk '{ print $1 }' <<<"$runs" | uniq -d | grep -c .)
+both=$(awk '$2 == "ran" || $2 == "skipped" { print $3 }' "$sp/a" "$sp/b" | sort | uniq -d | grep -c .)
+expect "java spring: two JVMs' ThreadPoolTaskSchedulers tick one FencedTask by CronTrigger every second for 4.5 s: $nruns ticks ran, each in one JVM only ($both ticks met the other skipping), fences rising, the last run's writes in the row" \
+	'[ $st -eq 0 ] && [ $fb -eq 0 ] && [ "$nruns" -ge 3 ] && [ "$dup" -eq 0 ] && [ "$both" -ge 2 ] &&
+	 awk "{ if (NR > 1 && \$3 <= prev) bad = 1; prev = \$3 } END { exit bad }" <<<"$runs" &&
+	 [ "$(q -c "SELECT step || '"' '"' || written_by || '"' '"' || last_fence FROM report_runs WHERE resource = '"'report:spring'"'")" = \
+	   "$(tail -1 <<<"$runs" | awk "{ print 2, \$2, \$3 }")" ]' "$sp/a" "$sp/b"
+java -cp "$sp/classes:$SPRING_CP" SpringTask spring-long report:spring 1.5 10000 >"$sp/long" 2>&1 &
+pa=$!
+wait_for 'grep -qs "spring-long: started" "$sp/long"' 50
+sleep 0.2 # step 1 written
+t0=$(now_ms)
+q -c "SELECT fencelock.revoke('report:spring')" >/dev/null
+finish "$pa" 100
+st=$?
+ms=$(elapsed "$t0")
+expect "java spring: a run whose lease is revoked: LeaseLostException in its body, its late write refused FL001, the exception to Spring's error handler, the JVM ends ${ms} ms after the revoke (ttl/3 = 1000 ms); step 2 never written" \
+	'[ $st -eq 0 ] && [ "$ms" -lt 2500 ] &&
+	 grep -q "spring-long: lost [0-9]* LeaseLostException: the lease expired or was taken over" "$sp/long" &&
+	 grep -q "spring-long: late write refused FL001" "$sp/long" &&
+	 grep -q "spring-long: task failed: io.github.fencelock.UncheckedSQLException: the lease expired or was taken over" "$sp/long" &&
+	 [ "$(q -c "SELECT step || written_by FROM report_runs WHERE resource = '"'report:spring'"'")" = 1spring-long ]' "$sp/long"
 
 read -r st ms < <(build_status go-build)
 gopass=$(grep -c '^--- PASS' "$work/go-build" || true)
