@@ -160,14 +160,23 @@ clock_lift(TimestampTz floor)
 					   "grant or release made before; leases are timed from that moment on.")));
 }
 
+/* Whether this database is in the list of those lifted; the caller holds the spinlock. */
+static bool
+floor_listed(void)
+{
+	for (int i = 0; i < fl_clock->nlifted; i++)
+		if (fl_clock->lifted[i] == MyDatabaseId)
+			return true;
+	return false;
+}
+
 static bool
 floor_lifted_here(void)
 {
-	bool found = false;
+	bool found;
 
 	SpinLockAcquire(&fl_clock->mutex);
-	for (int i = 0; i < fl_clock->nlifted && !found; i++)
-		found = fl_clock->lifted[i] == MyDatabaseId;
+	found = floor_listed();
 	SpinLockRelease(&fl_clock->mutex);
 	return found;
 }
@@ -176,12 +185,8 @@ floor_lifted_here(void)
 static void
 floor_remember(void)
 {
-	bool found = false;
-
 	SpinLockAcquire(&fl_clock->mutex);
-	for (int i = 0; i < fl_clock->nlifted && !found; i++)
-		found = fl_clock->lifted[i] == MyDatabaseId;
-	if (!found && fl_clock->nlifted < FL_CLOCK_DBS)
+	if (!floor_listed() && fl_clock->nlifted < FL_CLOCK_DBS)
 		fl_clock->lifted[fl_clock->nlifted++] = MyDatabaseId;
 	SpinLockRelease(&fl_clock->mutex);
 }
